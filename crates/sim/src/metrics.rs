@@ -1,0 +1,198 @@
+//! What a run yields: the per-job table and the run summary (DESIGN.md "Results").
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Exact quantiles from stored values up to `EXACT_LIMIT` values; beyond that an HdrHistogram
+/// (3 significant digits) keeps memory bounded for runs of any length.
+pub struct Quantiles {
+    values: Vec<f64>,
+    hist: Option<Histogram<u64>>,
+}
+
+const EXACT_LIMIT: usize = 4_000_000;
+/// HdrHistogram records integers: values are kept in units of 1e-6.
+const SCALE: f64 = 1e6;
+
+impl Default for Quantiles {
+    fn default() -> Self {
+        Quantiles { values: Vec::new(), hist: None }
+    }
+}
+
+impl Quantiles {
+    pub fn record(&mut self, v: f64) {
+        if let Some(h) = &mut self.hist {
+            h.saturating_record((v * SCALE).round().max(0.0) as u64);
+            return;
+        }
+        self.values.push(v);
+        if self.values.len() >= EXACT_LIMIT {
+            let mut h = Histogram::<u64>::new(3).expect("3 significant digits");
+            for v in self.values.drain(..) {
+                h.saturating_record((v * SCALE).round().max(0.0) as u64);
+            }
+            self.values.shrink_to_fit();
+            self.hist = Some(h);
+        }
+    }
+
+    /// Quantiles at each of `ps` (in 0..=1); NaN when empty. Exact values use the lower
+    /// empirical quantile (the ceil(p n)-th smallest).
+    pub fn quantiles(&mut self, ps: &[f64]) -> Vec<f64> {
+        if let Some(h) = &self.hist {
+            return ps.iter().map(|p| h.value_at_quantile(*p) as f64 / SCALE).collect();
+        }
+        let n = self.values.len();
+        if n == 0 {
+            return vec![f64::NAN; ps.len()];
+        }
+        ps.iter()
+            .map(|p| {
+                let k = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+                *self.values.select_nth_unstable_by(k, f64::total_cmp).1
+            })
+            .collect()
+    }
+}
+
+/// Running mean and variance (Welford), and the maximum.
+#[derive(Clone, Copy, Default)]
+pub struct Moments {
+    pub n: u64,
+    pub mean: f64,
+    m2: f64,
+    pub max: f64,
+}
+
+impl Moments {
+    pub fn add(&mut self, x: f64) {
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+        if x > self.max {
+            self.max = x;
+        }
+    }
+    pub fn std(&self) -> f64 {
+        if self.n < 2 {
+            0.0
+        } else {
+            (self.m2 / (self.n - 1) as f64).sqrt()
+        }
+    }
+    /// Jain's fairness index (sum x)^2 / (n sum x^2) = 1 / (1 + cv^2), cv with divisor n.
+    pub fn jain(&self) -> f64 {
+        if self.n == 0 {
+            return f64::NAN;
+        }
+        let var_n = self.m2 / self.n as f64;
+        self.mean * self.mean / (self.mean * self.mean + var_n)
+    }
+    pub fn mean_or_nan(&self) -> f64 {
+        if self.n == 0 {
+            f64::NAN
+        } else {
+            self.mean
+        }
+    }
+}
+
+/// The per-job table, column by column (handed to numpy/pandas without copies per row).
+#[derive(Default, Serialize)]
+pub struct JobTable {
+    pub job: Vec<u64>,
+    pub client: Vec<i64>,
+    pub class: Vec<u32>,
+    pub cpu: Vec<i32>,
+    pub arrival: Vec<f64>,
+    pub first_run: Vec<f64>,
+    pub completion: Vec<f64>,
+    pub size: Vec<f64>,
+    pub wait: Vec<f64>,
+    pub response: Vec<f64>,
+    pub slowdown: Vec<f64>,
+    pub context_switches: Vec<u32>,
+    pub migrations: Vec<u32>,
+}
+
+/// One stretch of a job on a CPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct Segment {
+    pub cpu: u32,
+    pub job: u64,
+    pub task: i64,
+    pub start: f64,
+    pub end: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassRow {
+    pub class: String,
+    pub jobs: u64,
+    pub response_mean: f64,
+    pub response_p50: f64,
+    pub response_p95: f64,
+    pub response_p99: f64,
+    pub wait_mean: f64,
+    pub slowdown_mean: f64,
+}
+
+/// Per task (client): the CPU share it received over the measured interval against the share
+/// its weight or tickets entitle it to, among the tasks runnable at each instant.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskRow {
+    pub task: u32,
+    pub class: String,
+    pub jobs: u64,
+    pub response_mean: f64,
+    pub service: f64,
+    pub share: f64,
+    pub entitled: f64,
+    pub share_ratio: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub policy: String,
+    pub jobs: u64,
+    pub cpus: u32,
+    pub seed: u64,
+    pub response_mean: f64,
+    pub response_p50: f64,
+    pub response_p95: f64,
+    pub response_p99: f64,
+    pub response_std: f64,
+    pub response_max: f64,
+    pub wait_mean: f64,
+    pub wait_p50: f64,
+    pub wait_p95: f64,
+    pub wait_p99: f64,
+    pub wait_std: f64,
+    pub slowdown_mean: f64,
+    pub slowdown_p99: f64,
+    pub throughput: f64,
+    pub utilization: f64,
+    pub utilization_per_cpu: Vec<f64>,
+    pub context_switches: u64,
+    pub migrations: u64,
+    pub jain_slowdown: f64,
+    /// Jain's index over per-task share / entitlement (closed workloads; NaN otherwise).
+    pub jain_share: f64,
+    pub offered_load: f64,
+    pub arrival_rate: f64,
+    /// Time-averaged number of jobs in the system over the measured interval.
+    pub mean_in_system: f64,
+    pub measure_start: f64,
+    pub measure_end: f64,
+    pub sim_time: f64,
+    /// CPU time spent on work, over the whole run (conservation: equals work_served).
+    pub busy_time: f64,
+    /// Work completed plus work done on jobs still present at the end.
+    pub work_served: f64,
+    pub overhead_time: f64,
+    pub warmup_jobs: u64,
+    pub unfinished: u64,
+    pub events: u64,
+}

@@ -1,0 +1,64 @@
+//! Hand-computed schedules and queueing identities, checked through the public API.
+
+use schedlab_sim::spec::{RawParam, SimSpec};
+use schedlab_sim::{simulate, Output};
+
+fn trace(rows: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("schedlab-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{:x}.csv", rows.len() * 31 + rows.bytes().map(|b| b as usize).sum::<usize>()));
+    std::fs::write(&path, format!("arrival,size\n{rows}")).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn run(policy: &str, params: &[(&str, f64)], rows: &str) -> Output {
+    let spec = SimSpec {
+        policy: Some(policy.into()),
+        params: Some(params.iter().map(|(k, v)| (k.to_string(), RawParam::Num(*v))).collect()),
+        trace: Some(trace(rows)),
+        keep_jobs: Some(true),
+        keep_schedule: Some(true),
+        ..Default::default()
+    };
+    simulate(&spec).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn textbook_three_jobs_mean_wait() {
+    // Jobs of 24, 3, 3 at time 0. FCFS: waits 0, 24, 27 -> 17. SJF: 6, 0, 3 -> 3.
+    // RR q=4: P1 0-4, P2 4-7, P3 7-10, P1 10-30: waits 6, 4, 7 -> 17/3.
+    let rows = "0,24\n0,3\n0,3\n";
+    let fcfs = run("fcfs", &[], rows);
+    assert!((fcfs.summary.wait_mean - 17.0).abs() < 1e-12);
+    let sjf = run("sjf", &[], rows);
+    assert!((sjf.summary.wait_mean - 3.0).abs() < 1e-12);
+    let rr = run("rr", &[("quantum", 4.0)], rows);
+    assert!((rr.summary.wait_mean - 17.0 / 3.0).abs() < 1e-12);
+    let segs: Vec<(u64, f64, f64)> =
+        rr.schedule.unwrap().iter().map(|s| (s.job, s.start, s.end)).collect();
+    assert_eq!(&segs[..3], &[(0, 0.0, 4.0), (1, 4.0, 7.0), (2, 7.0, 10.0)]);
+    // P1 runs its remaining 20 in five quanta with no one else queued.
+    assert!(segs[3..].iter().all(|s| s.0 == 0));
+    assert_eq!(segs.last().unwrap().2, 30.0);
+    // No switch counted while P1 continues alone.
+    assert_eq!(rr.summary.context_switches, 1);
+}
+
+#[test]
+fn conservation_and_littles_law_mm1() {
+    let spec = SimSpec {
+        policy: Some("fcfs".into()),
+        load: Some(0.8),
+        size: Some("exp:1".into()),
+        jobs: Some(200_000),
+        warmup: Some(1000),
+        seed: Some(3),
+        ..Default::default()
+    };
+    let s = simulate(&spec).unwrap().summary;
+    assert!((s.busy_time / s.work_served - 1.0).abs() < 1e-9, "{} vs {}", s.busy_time, s.work_served);
+    let little = s.arrival_rate * s.response_mean;
+    assert!((s.mean_in_system / little - 1.0).abs() < 0.01, "L={} lambda W={little}", s.mean_in_system);
+    assert!((s.utilization - 0.8).abs() < 0.01, "rho={}", s.utilization);
+    assert!((s.response_mean - 5.0).abs() < 0.25, "E[T]={}", s.response_mean);
+}

@@ -1,0 +1,212 @@
+"""The `schedlab` command. Flags are a shorthand for the keys of a spec: --context-switch is
+the key context_switch, and --spec FILE.toml reads the same keys from a file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from schedlab._core import SpecError
+from schedlab.spec import SPEC_KEYS, load_toml, policy_catalog, spec_error
+
+SUMMARY_ROWS = [
+    ("response_mean", "response mean"), ("response_p50", "response p50"),
+    ("response_p95", "response p95"), ("response_p99", "response p99"),
+    ("response_std", "response std"), ("wait_mean", "wait mean"),
+    ("slowdown_mean", "slowdown mean"), ("throughput", "throughput"),
+    ("utilization", "utilization"), ("context_switches", "context switches"),
+    ("jain_slowdown", "Jain (slowdown)"), ("jain_share", "Jain (share/entitled)"),
+]
+
+
+class Parser(argparse.ArgumentParser):
+    """Errors in one line, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _class_arg(text: str) -> dict[str, Any]:
+    """--class 'name=big fraction=0.2 size=exp:10 priority=1'"""
+    out: dict[str, Any] = {}
+    for part in text.split():
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"class field '{part}' is not key=value")
+        try:
+            out[key] = value if key in ("name", "size") else float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"class field {key}={value}: expected a number") from None
+        if key == "clients":
+            out[key] = int(out[key])
+    return out
+
+
+def _add_sim_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", help="TOML file with spec keys ([params], [[classes]]); flags override")
+    p.add_argument("--policy", help="scheduling policy (schedlab policies); default fcfs")
+    p.add_argument("--arrival", help="inter-arrival distribution, e.g. exp:21")
+    p.add_argument("--load", type=float, help="utilisation: Poisson arrivals at this load")
+    p.add_argument("--size", help="job size distribution, e.g. det:20")
+    p.add_argument("--jobs", type=int, help="measured jobs")
+    p.add_argument("--time", type=float, help="stop at this simulated time")
+    p.add_argument("--warmup", type=int, help="jobs discarded at the start")
+    p.add_argument("--warmup-time", type=float, help="jobs arriving before this are discarded")
+    p.add_argument("--cpus", type=int, help="CPUs sharing one global queue")
+    p.add_argument("--context-switch", type=float, help="cost of switching a CPU to another job")
+    p.add_argument("--seed", type=int, help="random seed")
+    p.add_argument("--clients", type=int, help="closed workload: number of clients")
+    p.add_argument("--think", help="closed workload: think-time distribution")
+    p.add_argument("--trace", help="CSV trace: arrival,size[,class,priority,tickets,...]")
+    p.add_argument("--class", dest="classes", action="append", type=_class_arg,
+                   metavar="'name=A fraction=F size=D priority=P ...'", help="a job class")
+    p.add_argument("--allow-unstable", action="store_true", default=None,
+                   help="run an open system at load >= 1")
+    seen: set[str] = set()
+    group = p.add_argument_group("policy parameters (see `schedlab policies`)")
+    for info in policy_catalog():
+        for param in info["params"]:
+            if param["name"] in seen:
+                continue
+            seen.add(param["name"])
+            group.add_argument(f"--{param['name'].replace('_', '-')}", dest=f"param_{param['name']}",
+                               metavar=param["kind"].upper(), help=param["help"])
+
+
+def _spec_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    spec: dict[str, Any] = load_toml(args.spec) if args.spec else {}
+    for key in SPEC_KEYS:
+        value = getattr(args, key, None)
+        if value is not None:
+            spec[key] = value
+    params = dict(spec.pop("params", {}) or {})
+    for name, value in vars(args).items():
+        if name.startswith("param_") and value is not None:
+            params[name[len("param_"):]] = value
+    policy = spec.pop("policy", "fcfs")
+    if params:
+        spec["params"] = params
+    return policy, spec
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from schedlab.api import simulate
+    from schedlab.results import dumps, write_table
+
+    policy, spec = _spec_from_args(args)
+    for key in ("jobs_out", "schedule_out"):
+        path = getattr(args, key)
+        if path and not path.lower().endswith((".csv", ".parquet")):
+            raise spec_error(key, path, "a file name ending in .csv or .parquet")
+    result = simulate(policy, keep_jobs=bool(args.jobs_out), keep_schedule=bool(args.schedule_out)
+                      or None, **spec)
+    if args.jobs_out:
+        write_table(result.jobs, args.jobs_out)
+    if args.schedule_out:
+        write_table(result.schedule, args.schedule_out)
+    if args.json:
+        print(dumps(result.summary))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    s = result.summary
+    table = Table(title=f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed {s['seed']}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, label in SUMMARY_ROWS:
+        value = s.get(key)
+        if isinstance(value, float) and value != value:
+            continue
+        table.add_row(label, f"{value:.4g}" if isinstance(value, float) else str(value))
+    Console().print(table)
+    if len(result.classes) > 1:
+        Console().print(result.classes.to_string(index=False))
+    return 0
+
+
+def cmd_theory(args: argparse.Namespace) -> int:
+    from schedlab import theory
+
+    if args.load is not None and args.arrival is not None:
+        raise spec_error("load", args.load, "either load or arrival, not both")
+    arrival = args.arrival
+    if args.load is not None:
+        arrival = theory.poisson_at_load(args.load, args.size, cpus=args.cpus)
+    if arrival is None:
+        raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or --load")
+    try:
+        value = theory.mean_response(args.policy, arrival, args.size, cpus=args.cpus)
+    except ValueError as e:
+        if isinstance(e, SpecError):
+            raise
+        raise spec_error("theory", f"{args.policy} {arrival} {args.size}", str(e)) from None
+    if value is None:
+        print(f"no closed form for {args.policy} with arrival {arrival}, size {args.size}, "
+              f"cpus {args.cpus}")
+        return 1
+    print(f"{value:.6g}")
+    return 0
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    catalog = policy_catalog()
+    if args.json:
+        from schedlab.results import dumps
+
+        print(dumps(catalog, indent=2))
+        return 0
+    for p in catalog:
+        aliases = f" (also {', '.join(p['aliases'])})" if p["aliases"] else ""
+        print(f"{p['name']}{aliases}: {p['summary']}")
+        for q in p["params"]:
+            print(f"    --{q['name'].replace('_', '-')}: {q['help']}; {q['allowed']}, "
+                  f"default {q['default']}")
+    return 0
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    from schedlab.quickstart import main as quickstart
+
+    return quickstart(jobs=args.jobs, seed=args.seed)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="schedlab", description="A laboratory for scheduling policies.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    p = sub.add_parser("sim", help="simulate one run")
+    _add_sim_flags(p)
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--jobs-out", help="write the per-job table (.csv or .parquet)")
+    p.add_argument("--schedule-out", help="write every run segment (.csv or .parquet)")
+    p.set_defaults(func=cmd_sim)
+    p = sub.add_parser("theory", help="closed-form mean response time")
+    p.add_argument("--policy", default="fcfs")
+    p.add_argument("--arrival", help="exp:MEAN (Poisson arrivals)")
+    p.add_argument("--load", type=float, help="utilisation instead of --arrival")
+    p.add_argument("--size", default="exp:1")
+    p.add_argument("--cpus", type=int, default=1)
+    p.set_defaults(func=cmd_theory)
+    p = sub.add_parser("policies", help="list policies and their parameters")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_policies)
+    p = sub.add_parser("quickstart", help="FCFS, SJF, SRPT, PSJF, RR, PS at load 0.95, with theory")
+    p.add_argument("--jobs", type=int, default=1_000_000)
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_quickstart)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SpecError as e:
+        print(f"schedlab: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""The result schema shared by every world: per-job table, run summary, environment."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+JOB_COLUMNS = [
+    "job", "client", "class", "cpu", "arrival", "first_run", "completion", "size", "wait",
+    "response", "slowdown", "context_switches", "migrations",
+]
+
+
+def environment() -> dict[str, Any]:
+    """What a reader needs to rerun: versions and machine."""
+    from schedlab import __version__
+
+    return {
+        "schedlab": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities become None, so the JSON is standard."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **kw: Any) -> str:
+    return json.dumps(json_safe(value), allow_nan=False, **kw)
+
+
+@dataclass
+class Result:
+    """One run: `summary` (dict), `jobs`, `classes`, `tasks`, `schedule` (DataFrames)."""
+
+    summary: dict[str, Any]
+    jobs: pd.DataFrame
+    classes: pd.DataFrame
+    tasks: pd.DataFrame
+    schedule: pd.DataFrame
+    spec: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=environment)
+
+    @classmethod
+    def from_core(cls, raw: dict[str, Any], spec: dict[str, Any]) -> Result:
+        jobs = pd.DataFrame(raw["jobs"] or {c: [] for c in JOB_COLUMNS}, columns=JOB_COLUMNS)
+        return cls(
+            summary=raw["summary"],
+            jobs=jobs,
+            classes=pd.DataFrame(raw["classes"]),
+            tasks=pd.DataFrame(raw["tasks"]),
+            schedule=pd.DataFrame(raw["schedule"] or [], columns=["cpu", "job", "task", "start",
+                                                                  "end"]),
+            spec=spec,
+        )
+
+    def to_json(self) -> str:
+        return dumps({"summary": self.summary, "spec": self.spec, "environment": self.environment})
+
+
+def write_table(df: pd.DataFrame, path: str | Path) -> None:
+    """Writes CSV or Parquet (by extension) atomically: a reader never sees half a file."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        from schedlab.spec import spec_error
+
+        raise spec_error("jobs_out", str(path), "a file name ending in .csv or .parquet")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        if suffix == ".csv":
+            df.to_csv(tmp, index=False)
+        else:
+            df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

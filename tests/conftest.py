@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = ROOT / ".venv" / "bin"
+SCHEDLAB = str(BIN / "schedlab") if (BIN / "schedlab").exists() else "schedlab"
+
+
+def _reference_dir() -> Path:
+    """The independent reference values: ../shared/reference when present, else the copy."""
+    shared = ROOT.parent / "shared" / "reference"
+    return shared if (shared / "mg1.csv").exists() else ROOT / "tests" / "data" / "reference"
+
+
+REFERENCE = _reference_dir()
+
+
+@pytest.fixture
+def write_trace(tmp_path):
+    """Writes a trace CSV from a header and rows; returns its path."""
+
+    def write(header: str, rows: list[tuple]) -> str:
+        path = tmp_path / f"trace{len(os.listdir(tmp_path))}.csv"
+        lines = [header] + [",".join(str(v) for v in row) for row in rows]
+        path.write_text("\n".join(lines) + "\n")
+        return str(path)
+
+    return write
+
+
+def cli_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+sys.path.insert(0, str(ROOT / "tests"))

@@ -1,0 +1,130 @@
+"""The `schedlab` command end to end: real subprocesses, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pandas as pd
+import pytest
+from conftest import SCHEDLAB, cli_env
+
+JSON_KEYS = {
+    "policy", "jobs", "response_mean", "response_p50", "response_p95", "response_p99",
+    "response_std", "wait_mean", "slowdown_mean", "throughput", "utilization",
+    "context_switches", "jain_slowdown",
+}
+JOB_COLUMNS = ["job", "client", "class", "cpu", "arrival", "first_run", "completion", "size",
+               "wait", "response", "slowdown", "context_switches", "migrations"]
+
+
+def schedlab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=timeout,
+                          env=cli_env())
+
+
+def test_sim_json_has_the_summary_keys_and_matches_the_api():
+    out = schedlab("sim", "--policy", "rr", "--quantum", "10", "--arrival", "exp:21", "--size",
+                   "det:20", "--jobs", "20000", "--cpus", "1", "--seed", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert JSON_KEYS <= summary.keys()
+    assert summary["policy"] == "rr" and summary["jobs"] == 20000
+    import schedlab as sl
+
+    api = sl.simulate("rr", quantum=10, arrival="exp:21", size="det:20", jobs=20000, seed=1)
+    assert summary["response_mean"] == api.summary["response_mean"]
+    assert summary["context_switches"] == api.summary["context_switches"] > 0
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_jobs_out_has_the_schema(tmp_path, suffix):
+    path = tmp_path / f"jobs{suffix}"
+    out = schedlab("sim", "--policy", "srpt", "--load", "0.7", "--size", "exp:1", "--jobs", "500",
+                   "--jobs-out", str(path))
+    assert out.returncode == 0, out.stderr
+    df = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
+    assert list(df.columns) == JOB_COLUMNS
+    assert len(df) == 500
+    assert ((df.response - (df.completion - df.arrival)).abs() < 1e-9).all()
+    assert ((df.slowdown - df.response / df.size).abs() < 1e-9).all()
+
+
+def test_table_output_is_readable():
+    out = schedlab("sim", "--policy", "fcfs", "--load", "0.5", "--jobs", "1000")
+    assert out.returncode == 0, out.stderr
+    assert "response mean" in out.stdout and "utilization" in out.stdout
+
+
+def test_closed_and_time_flags():
+    out = schedlab("sim", "--policy", "rr", "--quantum", "1", "--clients", "3", "--think",
+                   "exp:2", "--size", "exp:1", "--time", "5000", "--json")
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)
+    assert s["sim_time"] <= 5000 and s["jobs"] > 1000
+
+
+def test_theory_command_prints_the_closed_form():
+    out = schedlab("theory", "--policy", "srpt", "--arrival", "exp:1.1111", "--size", "exp:1")
+    assert out.returncode == 0, out.stderr
+    # Schrage-Miller at rho = 0.9 (reference table: 3.55213 at exp:1.111111111).
+    assert float(out.stdout) == pytest.approx(3.5521, rel=2e-3)
+    out = schedlab("theory", "--policy", "fcfs", "--load", "0.9", "--size", "exp:1")
+    assert float(out.stdout) == pytest.approx(10.0, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["sim", "--policy", "fifo2", "--load", "0.5", "--jobs", "10"], "policy = fifo2"),
+        (["sim", "--size", "exp:-1", "--load", "0.5", "--jobs", "10"], "size = exp:-1"),
+        (["sim", "--size", "gauss:1", "--load", "0.5", "--jobs", "10"], "size = gauss:1"),
+        (["sim", "--policy", "rr", "--quantum", "-3", "--load", "0.5", "--jobs", "10"],
+         "quantum = -3"),
+        (["sim", "--load", "1.0", "--jobs", "10"], "allow_unstable"),
+        (["sim", "--arrival", "exp:0.9", "--size", "exp:1", "--jobs", "10"], "load 1.1111"),
+        (["sim", "--policy", "fcfs", "--quantum", "3", "--load", "0.5", "--jobs", "10"],
+         "quantum = 3"),
+        (["sim", "--load", "0.5"], "jobs"),
+        (["sim", "--load", "0.5", "--jobs", "10", "--jobs-out", "x.txt"], ".csv or .parquet"),
+    ],
+)
+def test_bad_input_one_line_exit_2(args, needle):
+    out = schedlab(*args)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert needle in lines[0], lines[0]
+    assert out.stdout == ""
+
+
+def test_trace_missing_column_is_refused(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival,work\n0,1\n")
+    out = schedlab("sim", "--trace", str(trace))
+    assert out.returncode == 2
+    assert "missing 'size'" in out.stderr and str(trace) in out.stderr
+
+
+def test_allow_unstable_runs_with_a_time_limit():
+    out = schedlab("sim", "--load", "1.2", "--time", "1000", "--allow-unstable", "--json")
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)
+    assert s["utilization"] > 0.95 and s["unfinished"] > 0
+
+
+def test_spec_file_gives_the_same_run_as_flags(tmp_path):
+    spec = tmp_path / "run.toml"
+    spec.write_text('policy = "rr"\nload = 0.8\nsize = "exp:1"\njobs = 3000\nseed = 4\n'
+                    "[params]\nquantum = 0.5\n")
+    a = json.loads(schedlab("sim", "--spec", str(spec), "--json").stdout)
+    b = json.loads(schedlab("sim", "--policy", "rr", "--quantum", "0.5", "--load", "0.8",
+                            "--size", "exp:1", "--jobs", "3000", "--seed", "4", "--json").stdout)
+    assert a["response_mean"] == b["response_mean"]
+
+
+def test_policies_lists_every_policy_with_params():
+    out = schedlab("policies", "--json")
+    names = {p["name"] for p in json.loads(out.stdout)}
+    assert {"fcfs", "lcfs", "sjf", "psjf", "srpt", "rr", "ps", "priority", "lottery", "stride",
+            "mlfq", "fb", "cfs", "edf"} <= names

@@ -1,0 +1,170 @@
+"""Hand-computed schedules: who runs when, segment by segment, for every policy.
+
+Each expected schedule below was worked out by hand from the policy's rules (comments give
+the reasoning); ties go to the job that was queued first, and a job arriving at the instant a
+slice expires is queued ahead of the expired job.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import schedlab
+
+
+def segments(result) -> list[tuple[int, float, float]]:
+    return [(int(r.job), float(r.start), float(r.end)) for r in result.schedule.itertuples()]
+
+
+def completions(result) -> dict[int, float]:
+    return dict(zip(result.jobs.job.astype(int), result.jobs.completion, strict=True))
+
+
+def run(write_trace, policy, rows, header="arrival,size", **params):
+    trace = write_trace(header, rows)
+    return schedlab.simulate(policy, trace=trace, keep_schedule=True, **params)
+
+
+def test_textbook_24_3_3_mean_wait(write_trace):
+    rows = [(0, 24), (0, 3), (0, 3)]
+    assert run(write_trace, "fcfs", rows).summary["wait_mean"] == pytest.approx(17.0, abs=1e-12)
+    assert run(write_trace, "sjf", rows).summary["wait_mean"] == pytest.approx(3.0, abs=1e-12)
+    rr = run(write_trace, "rr", rows, quantum=4)
+    # P1 0-4, P2 4-7, P3 7-10, P1 10-30: waits 6, 4, 7.
+    assert rr.summary["wait_mean"] == pytest.approx(17 / 3, abs=1e-12)
+    assert segments(rr)[:3] == [(0, 0, 4), (1, 4, 7), (2, 7, 10)]
+
+
+def test_fcfs(write_trace):
+    r = run(write_trace, "fcfs", [(0, 3), (1, 2), (2, 1)])
+    assert segments(r) == [(0, 0, 3), (1, 3, 5), (2, 5, 6)]
+    assert list(r.jobs.wait) == [0, 2, 3]
+    assert r.summary["context_switches"] == 0
+
+
+def test_lcfs_preemptive_resume(write_trace):
+    # Each newcomer takes the CPU; the interrupted job resumes after all later arrivals.
+    r = run(write_trace, "lcfs", [(0, 4), (1, 2), (2, 1)])
+    assert segments(r) == [(0, 0, 1), (1, 1, 2), (2, 2, 3), (1, 3, 4), (0, 4, 7)]
+
+
+def test_lcfs_non_preemptive(write_trace):
+    r = run(write_trace, "lcfs", [(0, 4), (1, 2), (2, 1)], preemptive=False)
+    assert segments(r) == [(0, 0, 4), (2, 4, 5), (1, 5, 7)]
+
+
+def test_sjf(write_trace):
+    r = run(write_trace, "sjf", [(0, 5), (1, 3), (2, 1), (3, 2)])
+    assert segments(r) == [(0, 0, 5), (2, 5, 6), (3, 6, 8), (1, 8, 11)]
+
+
+def test_srpt_and_psjf_differ_on_remaining_work(write_trace):
+    rows = [(0, 4), (1, 3.5)]
+    # SRPT: at t=1 job 0 has 3 left < 3.5, so it keeps the CPU.
+    assert segments(run(write_trace, "srpt", rows)) == [(0, 0, 4), (1, 4, 7.5)]
+    # PSJF compares original sizes: 3.5 < 4 preempts.
+    assert segments(run(write_trace, "psjf", rows)) == [(0, 0, 1), (1, 1, 4.5), (0, 4.5, 7.5)]
+
+
+def test_srpt_chain_of_preemptions(write_trace):
+    r = run(write_trace, "srpt", [(0, 5), (1, 3), (2, 1)])
+    # t=1: 4 left > 3, preempt; t=2: 2 left > 1, preempt; then 2 left, then 4 left.
+    assert segments(r) == [(0, 0, 1), (1, 1, 2), (2, 2, 3), (1, 3, 5), (0, 5, 9)]
+    assert list(r.jobs.sort_values("job").context_switches) == [1, 1, 0]
+
+
+def test_rr_arrival_queued_ahead_of_expired_job(write_trace):
+    r = run(write_trace, "rr", [(0, 4), (2, 2)], quantum=2)
+    assert segments(r) == [(0, 0, 2), (1, 2, 4), (0, 4, 6)]
+    r = run(write_trace, "rr", [(0, 3), (1, 3)], quantum=2)
+    assert segments(r) == [(0, 0, 2), (1, 2, 4), (0, 4, 5), (1, 5, 6)]
+
+
+def test_context_switch_cost_delays_each_switch(write_trace):
+    # Cost 0.5 whenever a CPU starts a job other than the one it ran last.
+    r = run(write_trace, "rr", [(0, 2), (0, 2)], quantum=1, context_switch=0.5)
+    assert segments(r) == [(0, 0.5, 1.5), (1, 2, 3), (0, 3.5, 4.5), (1, 5, 6)]
+    assert r.summary["overhead_time"] == pytest.approx(2.0)
+    assert r.summary["busy_time"] == pytest.approx(4.0)
+
+
+def test_ps_exact_fluid(write_trace):
+    # Sizes 1 and 3 at 0: rate 1/2 each until t=2, then job 1 alone until 4.
+    assert completions(run(write_trace, "ps", [(0, 1), (0, 3)])) == {0: 2.0, 1: 4.0}
+    # Job 0 alone for 1 unit, then both with 1 left at rate 1/2: both end at 3.
+    c = completions(run(write_trace, "ps", [(0, 2), (1, 1)]))
+    assert c[0] == pytest.approx(3.0) and c[1] == pytest.approx(3.0)
+
+
+def test_gps_weights(write_trace):
+    r = run(write_trace, "gps", [(0, 3, 3), (0, 3, 1)], header="arrival,size,weight")
+    # Weight 3 runs at 3/4 and ends at 4; the other has 1 done, 2 left alone: ends at 6.
+    c = completions(r)
+    assert c[0] == pytest.approx(4.0) and c[1] == pytest.approx(6.0)
+
+
+def test_fb_fluid(write_trace):
+    # Job 0 alone to 2; job 1 alone until it also has 2 (t=4); shared: job 1 ends at level 3
+    # (t=6), job 0 alone to 4 (t=7).
+    c = completions(run(write_trace, "fb", [(0, 4), (2, 3)]))
+    assert c[1] == pytest.approx(6.0) and c[0] == pytest.approx(7.0)
+
+
+def test_fb_sliced(write_trace):
+    # Least attained first, quantum 1: 0 [0,1]; 1 (attained 0) [1,2]; tie at 1: job 0 queued
+    # first [2,3]; job 1 [3,4] ends; job 0 [4,5] ends.
+    r = run(write_trace, "fb", [(0, 3), (0, 2)], quantum=1)
+    assert segments(r) == [(0, 0, 1), (1, 1, 2), (0, 2, 3), (1, 3, 4), (0, 4, 5)]
+
+
+def test_priority_preemptive_and_not(write_trace):
+    rows = [(0, 4, 2), (1, 2, 1), (2, 1, 3)]
+    h = "arrival,size,priority"
+    assert segments(run(write_trace, "priority", rows, header=h)) == [
+        (0, 0, 1), (1, 1, 3), (0, 3, 6), (2, 6, 7)]
+    assert segments(run(write_trace, "priority", rows, header=h, preemptive=False)) == [
+        (0, 0, 4), (1, 4, 6), (2, 6, 7)]
+
+
+def test_priority_aging_lets_the_longer_waiter_pass(write_trace):
+    rows = [(0, 10, 0), (1, 1, 3), (2, 1, 2.5)]
+    h = "arrival,size,priority"
+    # Without aging 2.5 beats 3; with aging 1/unit job 1 has waited 1 unit longer: 3-9 < 2.5-8.
+    plain = run(write_trace, "priority", rows, header=h, preemptive=False)
+    assert segments(plain) == [(0, 0, 10), (2, 10, 11), (1, 11, 12)]
+    aged = run(write_trace, "priority", rows, header=h, preemptive=False, aging=1)
+    assert segments(aged) == [(0, 0, 10), (1, 10, 11), (2, 11, 12)]
+
+
+def test_stride(write_trace):
+    # Tickets 2 and 1, quantum 1: passes advance by 1/2 and 1 per quantum.
+    r = run(write_trace, "stride", [(0, 3, 2), (0, 3, 1)], header="arrival,size,tickets",
+            quantum=1)
+    assert segments(r) == [(0, 0, 1), (1, 1, 2), (0, 2, 3), (1, 3, 4), (0, 4, 5), (1, 5, 6)]
+
+
+def test_mlfq_demotion_and_preemption(write_trace):
+    # Levels 2, quanta 1 and 2. Job 0 uses its top-level quantum and drops; job 1 arrives at
+    # 1.5 at the top and preempts; job 0 resumes first at its level with 1.5 of allotment left.
+    r = run(write_trace, "mlfq", [(0, 4), (1.5, 1)], levels=2, quantum=1)
+    assert segments(r) == [(0, 0, 1), (0, 1, 1.5), (1, 1.5, 2.5), (0, 2.5, 4), (0, 4, 5)]
+
+
+def test_cfs(write_trace):
+    # Latency 6: the first job starts a full slice behind (vruntime 6), the second half a
+    # period (3); slices are 3 each while both run, then 6 for the one left.
+    r = run(write_trace, "cfs", [(0, 6), (0, 6)])
+    assert segments(r) == [(1, 0, 3), (0, 3, 6), (1, 6, 9), (0, 9, 12)]
+
+
+def test_edf(write_trace):
+    r = run(write_trace, "edf", [(0, 3, 10), (1, 2, 4), (2, 1, 2)],
+            header="arrival,size,deadline")
+    assert segments(r) == [(0, 0, 1), (1, 1, 2), (2, 2, 3), (1, 3, 4), (0, 4, 6)]
+
+
+def test_global_queue_on_two_cpus(write_trace):
+    # FCFS on 2 CPUs: jobs 0 and 1 start at once; job 2 takes the first CPU to free up.
+    r = run(write_trace, "fcfs", [(0, 3), (0, 1), (0, 2)], cpus=2)
+    by_job = {int(s.job): (int(s.cpu), s.start, s.end) for s in r.schedule.itertuples()}
+    assert by_job == {0: (0, 0, 3), 1: (1, 0, 1), 2: (1, 1, 3)}
