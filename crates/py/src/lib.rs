@@ -109,12 +109,21 @@ fn policies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     Ok(out)
 }
 
-/// Parses a distribution: (written form, mean). Raises SpecError naming `key`.
+/// Parses a distribution into a dict: name, params (numbers as written), written form, mean,
+/// and for `empirical` the values. Raises SpecError naming `key`.
 #[pyfunction]
 #[pyo3(signature = (text, key = "dist"))]
-fn parse_dist(text: &str, key: &str) -> PyResult<(String, f64)> {
+fn parse_dist<'py>(py: Python<'py>, text: &str, key: &str) -> PyResult<Bound<'py, PyDict>> {
     let d = Dist::parse(key, text).map_err(spec_error)?;
-    Ok((d.written(), d.mean()))
+    let out = PyDict::new(py);
+    out.set_item("name", d.name())?;
+    out.set_item("params", d.params())?;
+    out.set_item("written", d.written())?;
+    out.set_item("mean", d.mean())?;
+    if let Dist::Empirical { values, .. } = &d {
+        out.set_item("values", values.clone().into_pyarray(py))?;
+    }
+    Ok(out)
 }
 
 #[pymodule]

@@ -174,6 +174,32 @@ impl Dist {
         }
     }
 
+    /// The canonical name, as in the syntax.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Dist::Det(_) => "det",
+            Dist::Exp(_) => "exp",
+            Dist::Uniform(..) => "uniform",
+            Dist::Erlang { .. } => "erlang",
+            Dist::HyperExp { .. } => "hyperexp",
+            Dist::LogNormal { .. } => "lognormal",
+            Dist::BPareto { .. } => "bpareto",
+            Dist::Empirical { .. } => "empirical",
+        }
+    }
+
+    /// The numbers after the colon (empty for `empirical`).
+    pub fn params(&self) -> Vec<f64> {
+        match self {
+            Dist::Det(v) | Dist::Exp(v) => vec![*v],
+            Dist::Uniform(a, b) => vec![*a, *b],
+            Dist::Erlang { k, mean, .. } => vec![*k as f64, *mean],
+            Dist::HyperExp { mean, cv, .. } | Dist::LogNormal { mean, cv, .. } => vec![*mean, *cv],
+            Dist::BPareto { alpha, lo, hi } => vec![*alpha, *lo, *hi],
+            Dist::Empirical { .. } => vec![],
+        }
+    }
+
     /// The text form, as a user would write it.
     pub fn written(&self) -> String {
         match self {
