@@ -41,3 +41,17 @@ def cli_env() -> dict[str, str]:
 
 
 sys.path.insert(0, str(ROOT / "tests"))
+
+
+def assert_conserved(summary: dict, little_tolerance: float) -> None:
+    """Conservation laws every run must obey.
+
+    Busy time equals the work served (the CPUs did exactly the work the jobs received), and
+    Little's law L = lambda W holds over the measured interval within `little_tolerance`
+    (edge effects of a finite run; exact in the limit).
+    """
+    busy, served = summary["busy_time"], summary["work_served"]
+    assert abs(busy - served) <= 1e-9 * max(served, 1.0), f"busy {busy} != served {served}"
+    little = summary["arrival_rate"] * summary["response_mean"]
+    L = summary["mean_in_system"]
+    assert abs(L - little) <= little_tolerance * little, f"L = {L}, lambda W = {little}"

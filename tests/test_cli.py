@@ -47,7 +47,7 @@ def test_jobs_out_has_the_schema(tmp_path, suffix):
     assert list(df.columns) == JOB_COLUMNS
     assert len(df) == 500
     assert ((df.response - (df.completion - df.arrival)).abs() < 1e-9).all()
-    assert ((df.slowdown - df.response / df.size).abs() < 1e-9).all()
+    assert ((df["slowdown"] - df["response"] / df["size"]).abs() < 1e-9).all()
 
 
 def test_table_output_is_readable():

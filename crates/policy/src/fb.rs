@@ -138,7 +138,9 @@ impl Fluid for LasFluid {
         self.last = now;
         loop {
             let g = self.groups.len();
-            let Some(top) = self.groups.last() else { return };
+            let Some(top) = self.groups.last() else {
+                return;
+            };
             let n = top.members.len() as f64;
             if g >= 2 {
                 let next = self.groups[g - 2].level;

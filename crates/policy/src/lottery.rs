@@ -160,6 +160,7 @@ impl Policy for Lottery {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ParamValue;
 
     #[test]
     fn draws_follow_tickets() {
@@ -190,5 +191,47 @@ mod tests {
             let got = *w as f64 / draws as f64;
             assert!((got - share).abs() < 0.008, "{got} vs {share}");
         }
+    }
+
+    #[test]
+    fn each_draw_picks_the_holder_of_the_drawn_ticket_with_compensation() {
+        // Job 0 holds 3 tickets and always uses its whole quantum; job 1 holds 1 ticket and
+        // runs a quarter quantum each turn (it would block for I/O), so until it runs again it
+        // holds 1 / 0.25 = 4 compensation tickets. Ticket ranges are laid out in slot order:
+        // job 0 owns [0, 3), job 1 [3, 3 + t1). The same seeded generator replays the draws.
+        let mut p = build(&Params::new().with("quantum", ParamValue::Num(1.0)), 11).unwrap();
+        let mut replay = Xoshiro256PlusPlus::seed_from_u64(11);
+        let mut jobs: Vec<JobView> = [3.0, 1.0]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut j = JobView::new(JobId(i as u32), 0.0, 1e9);
+                j.tickets = *t;
+                j
+            })
+            .collect();
+        for j in &jobs {
+            p.enqueue(j, 0.0, Enqueue::Arrival);
+        }
+        let mut job1_tickets = 1.0;
+        let mut wins = [0; 2];
+        for _ in 0..200 {
+            let u = replay.random::<f64>() * (3.0 + job1_tickets);
+            let expected = if u < 3.0 { 0 } else { 1 };
+            let got = p.pick_next(0.0).unwrap().index();
+            assert_eq!(got, expected, "draw {u}");
+            wins[got] += 1;
+            let ran = if got == 0 { 1.0 } else { 0.25 };
+            let j = &mut jobs[got];
+            j.attained += ran;
+            j.remaining -= ran;
+            p.charge(j, ran, 0.0);
+            p.enqueue(j, 0.0, Enqueue::Expired);
+            if got == 1 {
+                job1_tickets = 4.0;
+            }
+        }
+        // Both kinds of draw happened, so the test saw compensation at work.
+        assert!(wins[0] > 20 && wins[1] > 20, "{wins:?}");
     }
 }

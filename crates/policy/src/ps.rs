@@ -162,7 +162,9 @@ impl Fluid for Share {
         let gap = vfin - self.v;
         // Done when within rounding of the virtual clock, or when the time left is below what
         // the real clock can resolve (the engine would wake up at the same instant again).
-        if gap > 1e-9 * self.v.abs().max(1.0) && gap / self.rate() > 1e-12 * self.last.abs().max(1.0) {
+        if gap > 1e-9 * self.v.abs().max(1.0)
+            && gap / self.rate() > 1e-12 * self.last.abs().max(1.0)
+        {
             return None;
         }
         self.heap.pop();

@@ -30,7 +30,11 @@ fn to_spec(spec: &Bound<'_, PyDict>) -> PyResult<SimSpec> {
         let text = e.to_string();
         // serde says "unknown field `x`, expected one of ..."; name the key like other errors.
         let key = text.split('`').nth(1).unwrap_or("spec").to_string();
-        spec_error(SpecError { key, value: "(given)".into(), allowed: text })
+        spec_error(SpecError {
+            key,
+            value: "(given)".into(),
+            allowed: text,
+        })
     })
 }
 

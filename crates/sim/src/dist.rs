@@ -13,12 +13,33 @@ pub enum Dist {
     Det(f64),
     Exp(f64),
     Uniform(f64, f64),
-    Erlang { k: u32, mean: f64, gamma: Gamma<f64> },
+    Erlang {
+        k: u32,
+        mean: f64,
+        gamma: Gamma<f64>,
+    },
     /// Two phases with balanced means: probability p of mean m1, else mean m2.
-    HyperExp { mean: f64, cv: f64, p: f64, m1: f64, m2: f64 },
-    LogNormal { mean: f64, cv: f64, inner: LogNormal<f64> },
-    BPareto { alpha: f64, lo: f64, hi: f64 },
-    Empirical { file: String, values: Vec<f64> },
+    HyperExp {
+        mean: f64,
+        cv: f64,
+        p: f64,
+        m1: f64,
+        m2: f64,
+    },
+    LogNormal {
+        mean: f64,
+        cv: f64,
+        inner: LogNormal<f64>,
+    },
+    BPareto {
+        alpha: f64,
+        lo: f64,
+        hi: f64,
+    },
+    Empirical {
+        file: String,
+        values: Vec<f64>,
+    },
 }
 
 impl Dist {
@@ -78,7 +99,11 @@ impl Dist {
                 }
                 let k = nums[0] as u32;
                 let gamma = Gamma::new(k as f64, nums[1] / k as f64).map_err(|_| bad("erlang"))?;
-                Dist::Erlang { k, mean: nums[1], gamma }
+                Dist::Erlang {
+                    k,
+                    mean: nums[1],
+                    gamma,
+                }
             }
             "hyperexp" | "h2" => {
                 want(2)?;
@@ -88,7 +113,13 @@ impl Dist {
                 }
                 let c2 = cv * cv;
                 let p = 0.5 * (1.0 + ((c2 - 1.0) / (c2 + 1.0)).sqrt());
-                Dist::HyperExp { mean, cv, p, m1: mean / (2.0 * p), m2: mean / (2.0 * (1.0 - p)) }
+                Dist::HyperExp {
+                    mean,
+                    cv,
+                    p,
+                    m1: mean / (2.0 * p),
+                    m2: mean / (2.0 * (1.0 - p)),
+                }
             }
             "lognormal" => {
                 want(2)?;
@@ -97,7 +128,8 @@ impl Dist {
                     return Err(bad("MEAN > 0 and CV > 0"));
                 }
                 let s2 = (1.0 + cv * cv).ln();
-                let inner = LogNormal::new(mean.ln() - s2 / 2.0, s2.sqrt()).map_err(|_| bad("ln"))?;
+                let inner =
+                    LogNormal::new(mean.ln() - s2 / 2.0, s2.sqrt()).map_err(|_| bad("ln"))?;
                 Dist::LogNormal { mean, cv, inner }
             }
             "bpareto" => {
@@ -131,16 +163,19 @@ impl Dist {
         if values.is_empty() {
             return Err("at least one value in the file".into());
         }
-        Ok(Dist::Empirical { file: file.into(), values })
+        Ok(Dist::Empirical {
+            file: file.into(),
+            values,
+        })
     }
 
     pub fn mean(&self) -> f64 {
         match self {
             Dist::Det(v) | Dist::Exp(v) => *v,
             Dist::Uniform(a, b) => (a + b) / 2.0,
-            Dist::Erlang { mean, .. } | Dist::HyperExp { mean, .. } | Dist::LogNormal { mean, .. } => {
-                *mean
-            }
+            Dist::Erlang { mean, .. }
+            | Dist::HyperExp { mean, .. }
+            | Dist::LogNormal { mean, .. } => *mean,
             Dist::BPareto { alpha, lo, hi } => {
                 let a = *alpha;
                 let norm = 1.0 - (lo / hi).powf(a);
@@ -259,7 +294,14 @@ mod tests {
 
     #[test]
     fn bad_text_names_key_and_syntax() {
-        for text in ["exp", "exp:-1", "erlang:1.5,2", "zipf:1", "uniform:3,1", "det:x"] {
+        for text in [
+            "exp",
+            "exp:-1",
+            "erlang:1.5,2",
+            "zipf:1",
+            "uniform:3,1",
+            "det:x",
+        ] {
             let e = Dist::parse("arrival", text).unwrap_err();
             assert_eq!(e.key, "arrival");
             assert_eq!(e.value, text);

@@ -139,15 +139,20 @@ impl Shares {
     fn recompute(&mut self, cpus: usize) {
         self.dirty = false;
         self.rate.iter_mut().for_each(|r| *r = 0.0);
-        let mut open: Vec<usize> = (0..self.weight.len()).filter(|&i| self.weight[i] > 0.0).collect();
+        let mut open: Vec<usize> = (0..self.weight.len())
+            .filter(|&i| self.weight[i] > 0.0)
+            .collect();
         let mut free = cpus as f64;
         loop {
             let total: f64 = open.iter().map(|&i| self.weight[i]).sum();
             if open.is_empty() || total <= 0.0 {
                 return;
             }
-            let capped: Vec<usize> =
-                open.iter().copied().filter(|&i| free * self.weight[i] / total >= 1.0).collect();
+            let capped: Vec<usize> = open
+                .iter()
+                .copied()
+                .filter(|&i| free * self.weight[i] / total >= 1.0)
+                .collect();
             if capped.is_empty() {
                 for &i in &open {
                     self.rate[i] = free * self.weight[i] / total;
@@ -328,7 +333,11 @@ impl Engine<'_> {
         }
         match self.cpus.len() {
             1 => self.cpus[0].until,
-            _ => self.cpus.iter().map(|c| c.until).fold(f64::INFINITY, f64::min),
+            _ => self
+                .cpus
+                .iter()
+                .map(|c| c.until)
+                .fold(f64::INFINITY, f64::min),
         }
     }
 
@@ -336,11 +345,17 @@ impl Engine<'_> {
         let stop = self.cfg.time.unwrap_or(f64::INFINITY);
         loop {
             let t_fluid = if self.fluid {
-                self.policy.fluid().and_then(|f| f.next_event(self.now)).unwrap_or(f64::INFINITY)
+                self.policy
+                    .fluid()
+                    .and_then(|f| f.next_event(self.now))
+                    .unwrap_or(f64::INFINITY)
             } else {
                 f64::INFINITY
             };
-            let t = self.next_arrival().min(self.next_service_event()).min(t_fluid);
+            let t = self
+                .next_arrival()
+                .min(self.next_service_event())
+                .min(t_fluid);
             if t == f64::INFINITY || t > stop {
                 if stop.is_finite() {
                     self.advance_to(stop);
@@ -401,7 +416,8 @@ impl Engine<'_> {
             self.policy.enqueue(&s.view, now, s.entered);
         }
         for &id in &expired {
-            self.policy.enqueue(&self.slots[id.index()].view, now, Enqueue::Expired);
+            self.policy
+                .enqueue(&self.slots[id.index()].view, now, Enqueue::Expired);
         }
         for c in 0..self.cpus.len() {
             if self.cpus[c].job.is_none() {
@@ -419,7 +435,8 @@ impl Engine<'_> {
             if let Some(c) = self.victim(id) {
                 self.end_run(c, true);
                 let victim = self.expired.pop().expect("preempted job");
-                self.policy.enqueue(&self.slots[victim.index()].view, now, Enqueue::Preempted);
+                self.policy
+                    .enqueue(&self.slots[victim.index()].view, now, Enqueue::Preempted);
                 if let Some(next) = self.policy.pick_next(now) {
                     self.dispatch(c, next);
                 }
@@ -473,7 +490,11 @@ impl Engine<'_> {
             slot.first_run = now;
         }
         let switching = cpu.last_seq != slot.seq;
-        let overhead = if switching { self.cfg.context_switch } else { 0.0 };
+        let overhead = if switching {
+            self.cfg.context_switch
+        } else {
+            0.0
+        };
         if let Some((prev, seq)) = cpu.left_unfinished.take() {
             if seq != slot.seq {
                 let p = &mut self.slots[prev.index()];
@@ -507,7 +528,11 @@ impl Engine<'_> {
         let now = self.now;
         let cpu = &mut self.cpus[c];
         let id = cpu.job.take().expect("busy CPU");
-        let ran = if preempted { (now - cpu.run_start).clamp(0.0, cpu.run_len) } else { cpu.run_len };
+        let ran = if preempted {
+            (now - cpu.run_start).clamp(0.0, cpu.run_len)
+        } else {
+            cpu.run_len
+        };
         self.overhead += cpu.run_start.min(now) - cpu.dispatched;
         let start = cpu.run_start;
         cpu.until = f64::INFINITY;
@@ -523,13 +548,26 @@ impl Engine<'_> {
         }
         if let Some(sched) = &mut self.schedule {
             if ran > 0.0 {
-                let task = if slot.client >= 0 { slot.view.task as i64 } else { -1 };
-                sched.push(Segment { cpu: c as u32, job: slot.seq, task, start, end: start + ran });
+                let task = if slot.client >= 0 {
+                    slot.view.task as i64
+                } else {
+                    -1
+                };
+                sched.push(Segment {
+                    cpu: c as u32,
+                    job: slot.seq,
+                    task,
+                    start,
+                    end: start + ran,
+                });
             }
         }
         if let Some(sh) = &mut self.shares {
             let t = slot.view.task as usize;
-            let (a, b) = (start.max(self.measure_start), (start + ran).min(self.measure_end));
+            let (a, b) = (
+                start.max(self.measure_start),
+                (start + ran).min(self.measure_end),
+            );
             if b > a {
                 sh.service[t] += b - a;
             }
@@ -609,7 +647,13 @@ impl Engine<'_> {
                     self.trace_at += 1;
                     self.issued += 1;
                     let class = row.class as usize;
-                    (class, row.task.map_or(-1, |t| t as i64), row.size, row.task.unwrap_or(class as u32), Some(row))
+                    (
+                        class,
+                        row.task.map_or(-1, |t| t as i64),
+                        row.size,
+                        row.task.unwrap_or(class as u32),
+                        Some(row),
+                    )
                 }
             };
             let id = self.new_job(class, client, size, task, extra);
@@ -622,10 +666,21 @@ impl Engine<'_> {
             return 0;
         }
         let u: f64 = self.rng_class.random();
-        self.cfg.classes.iter().position(|c| u < c.cumulative).unwrap_or(self.cfg.classes.len() - 1)
+        self.cfg
+            .classes
+            .iter()
+            .position(|c| u < c.cumulative)
+            .unwrap_or(self.cfg.classes.len() - 1)
     }
 
-    fn new_job(&mut self, class: usize, client: i64, size: f64, task: u32, row: Option<crate::trace::TraceRow>) -> JobId {
+    fn new_job(
+        &mut self,
+        class: usize,
+        client: i64,
+        size: f64,
+        task: u32,
+        row: Option<crate::trace::TraceRow>,
+    ) -> JobId {
         let now = self.now;
         let seq = self.issued - 1;
         let measured = seq >= self.cfg.warmup && now >= self.cfg.warmup_time;
@@ -677,13 +732,14 @@ impl Engine<'_> {
             view.deadline = r.deadline.map_or(view.deadline, |d| now + d);
         }
         let entitlement = self.policy.entitlement(&view);
-        let entered = if client >= 0 && !std::mem::replace(&mut self.client_seen[client as usize], true) {
-            Enqueue::Arrival
-        } else if client >= 0 {
-            Enqueue::Wakeup
-        } else {
-            Enqueue::Arrival
-        };
+        let entered =
+            if client >= 0 && !std::mem::replace(&mut self.client_seen[client as usize], true) {
+                Enqueue::Arrival
+            } else if client >= 0 {
+                Enqueue::Wakeup
+            } else {
+                Enqueue::Arrival
+            };
         self.slots[id.index()] = Slot {
             view,
             seq,
@@ -715,7 +771,11 @@ impl Engine<'_> {
         let s = &self.slots[id.index()];
         let response = now - view.arrival;
         let wait = (response - view.size).max(0.0);
-        let slowdown = if view.size > 0.0 { response / view.size } else { 1.0 };
+        let slowdown = if view.size > 0.0 {
+            response / view.size
+        } else {
+            1.0
+        };
         let measured = s.seq >= self.cfg.warmup && view.arrival >= self.cfg.warmup_time;
         if measured {
             self.response.add(response);
@@ -769,7 +829,8 @@ impl Engine<'_> {
                 if self.issued + pending < self.issue_limit {
                     let t = now + think.sample(&mut self.rng_think);
                     let c = s.client as u32;
-                    self.clients.push(Reverse((Time(t), self.issued + pending, c)));
+                    self.clients
+                        .push(Reverse((Time(t), self.issued + pending, c)));
                 }
             }
         }
@@ -802,28 +863,55 @@ impl Engine<'_> {
             if self.slots[i].alive {
                 unfinished += 1;
                 partial += if self.fluid {
-                    self.policy.fluid().expect("fluid").attained(JobId(i as u32))
+                    self.policy
+                        .fluid()
+                        .expect("fluid")
+                        .attained(JobId(i as u32))
                 } else {
                     self.slots[i].view.attained
                 };
             }
         }
-        let window_end = if self.measure_end.is_finite() { self.measure_end } else { end };
+        let window_end = if self.measure_end.is_finite() {
+            self.measure_end
+        } else {
+            end
+        };
         let window = (window_end - self.measure_start).max(0.0);
         let k = self.cpus.len() as f64;
         let (busy_time, per_cpu) = if self.fluid {
-            let u = if window > 0.0 { self.fluid_busy_window / (window * k) } else { f64::NAN };
+            let u = if window > 0.0 {
+                self.fluid_busy_window / (window * k)
+            } else {
+                f64::NAN
+            };
             (self.fluid_busy, vec![u; self.cpus.len()])
         } else {
             let total: f64 = self.cpus.iter().map(|c| c.busy_total).sum::<f64>() - self.overhead;
-            let per = self.cpus.iter().map(|c| if window > 0.0 { c.busy_window / window } else { f64::NAN }).collect();
+            let per = self
+                .cpus
+                .iter()
+                .map(|c| {
+                    if window > 0.0 {
+                        c.busy_window / window
+                    } else {
+                        f64::NAN
+                    }
+                })
+                .collect();
             (total, per)
         };
         let ps = [0.5, 0.95, 0.99];
         let qr = self.q_response.quantiles(&ps);
         let qw = self.q_wait.quantiles(&ps);
         let qs = self.q_slowdown.quantiles(&[0.99]);
-        let rate = |n: u64| if window > 0.0 { n as f64 / window } else { f64::NAN };
+        let rate = |n: u64| {
+            if window > 0.0 {
+                n as f64 / window
+            } else {
+                f64::NAN
+            }
+        };
         let mut tasks = Vec::new();
         let mut jain_share = f64::NAN;
         if let Workload::Closed { clients, .. } = &self.cfg.workload {
@@ -860,7 +948,11 @@ impl Engine<'_> {
             .iter_mut()
             .zip(&self.cfg.classes)
             .map(|(s, c)| {
-                let q = if multi { s.quantiles.quantiles(&ps) } else { qr.clone() };
+                let q = if multi {
+                    s.quantiles.quantiles(&ps)
+                } else {
+                    qr.clone()
+                };
                 ClassRow {
                     class: c.name.clone(),
                     jobs: s.response.n,
@@ -900,7 +992,11 @@ impl Engine<'_> {
             jain_share,
             offered_load: self.cfg.offered_load.unwrap_or(f64::NAN),
             arrival_rate: rate(self.measured_arrivals),
-            mean_in_system: if window > 0.0 { self.in_system_area / window } else { f64::NAN },
+            mean_in_system: if window > 0.0 {
+                self.in_system_area / window
+            } else {
+                f64::NAN
+            },
             measure_start: self.measure_start,
             measure_end: window_end,
             sim_time: end,
@@ -911,6 +1007,12 @@ impl Engine<'_> {
             unfinished,
             events: self.events,
         };
-        Output { summary, classes, tasks, jobs: self.table, schedule: self.schedule }
+        Output {
+            summary,
+            classes,
+            tasks,
+            jobs: self.table,
+            schedule: self.schedule,
+        }
     }
 }

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 /// Exact quantiles from stored values up to `EXACT_LIMIT` values; beyond that an HdrHistogram
 /// (3 significant digits) keeps memory bounded for runs of any length.
+#[derive(Default)]
 pub struct Quantiles {
     values: Vec<f64>,
     hist: Option<Histogram<u64>>,
@@ -13,12 +14,6 @@ pub struct Quantiles {
 const EXACT_LIMIT: usize = 4_000_000;
 /// HdrHistogram records integers: values are kept in units of 1e-6.
 const SCALE: f64 = 1e6;
-
-impl Default for Quantiles {
-    fn default() -> Self {
-        Quantiles { values: Vec::new(), hist: None }
-    }
-}
 
 impl Quantiles {
     pub fn record(&mut self, v: f64) {
@@ -41,7 +36,10 @@ impl Quantiles {
     /// empirical quantile (the ceil(p n)-th smallest).
     pub fn quantiles(&mut self, ps: &[f64]) -> Vec<f64> {
         if let Some(h) = &self.hist {
-            return ps.iter().map(|p| h.value_at_quantile(*p) as f64 / SCALE).collect();
+            return ps
+                .iter()
+                .map(|p| h.value_at_quantile(*p) as f64 / SCALE)
+                .collect();
         }
         let n = self.values.len();
         if n == 0 {

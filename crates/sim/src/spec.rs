@@ -61,35 +61,80 @@ pub struct SimSpec {
 /// Every spec key with its help text, in the order of the docs. A test checks it against the
 /// struct, so the docs and the validator cannot drift apart.
 pub const KEYS: &[(&str, &str)] = &[
-    ("policy", "scheduling policy (see `schedlab policies`); default fcfs"),
+    (
+        "policy",
+        "scheduling policy (see `schedlab policies`); default fcfs",
+    ),
     ("params", "policy parameters, e.g. {quantum = 10}"),
-    ("arrival", "inter-arrival time distribution of the open workload"),
-    ("load", "utilisation; Poisson arrivals at that load replace `arrival`"),
-    ("size", "job size (service demand) distribution; default exp:1"),
-    ("jobs", "measured jobs: arrivals stop after warmup + jobs, then the system drains"),
+    (
+        "arrival",
+        "inter-arrival time distribution of the open workload",
+    ),
+    (
+        "load",
+        "utilisation; Poisson arrivals at that load replace `arrival`",
+    ),
+    (
+        "size",
+        "job size (service demand) distribution; default exp:1",
+    ),
+    (
+        "jobs",
+        "measured jobs: arrivals stop after warmup + jobs, then the system drains",
+    ),
     ("time", "stop at this simulated time"),
     ("warmup", "jobs discarded at the start (by arrival order)"),
-    ("warmup_time", "jobs arriving before this time are discarded"),
+    (
+        "warmup_time",
+        "jobs arriving before this time are discarded",
+    ),
     ("cpus", "CPUs sharing one global queue; default 1"),
-    ("context_switch", "time a CPU spends switching to a different job; default 0"),
+    (
+        "context_switch",
+        "time a CPU spends switching to a different job; default 0",
+    ),
     ("seed", "random seed; same seed, same run; default 1"),
-    ("clients", "closed workload: number of clients, each thinks then submits one job"),
-    ("think", "closed workload: think-time distribution; default det:0"),
-    ("trace", "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task]"),
-    ("classes", "job classes: name, fraction, size, priority, tickets, weight, nice, deadline, clients"),
+    (
+        "clients",
+        "closed workload: number of clients, each thinks then submits one job",
+    ),
+    (
+        "think",
+        "closed workload: think-time distribution; default det:0",
+    ),
+    (
+        "trace",
+        "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task]",
+    ),
+    (
+        "classes",
+        "job classes: name, fraction, size, priority, tickets, weight, nice, deadline, clients",
+    ),
     ("keep_jobs", "return the per-job table"),
-    ("keep_schedule", "return every run segment (cpu, job, start, end)"),
+    (
+        "keep_schedule",
+        "return every run segment (cpu, job, start, end)",
+    ),
     ("allow_unstable", "run an open system at load >= 1"),
 ];
 
 pub const CLASS_KEYS: &[(&str, &str)] = &[
     ("name", "label of the class; default its index"),
-    ("fraction", "share of arrivals (open workloads); default equal shares"),
-    ("size", "size distribution of this class; default the global size"),
+    (
+        "fraction",
+        "share of arrivals (open workloads); default equal shares",
+    ),
+    (
+        "size",
+        "size distribution of this class; default the global size",
+    ),
     ("priority", "priority (lower runs first); default 0"),
     ("tickets", "lottery or stride tickets; default 1"),
     ("weight", "share weight (gps, cfs); default 1, or from nice"),
-    ("nice", "nice value -20..19, mapped to a weight by the kernel's table"),
+    (
+        "nice",
+        "nice value -20..19, mapped to a weight by the kernel's table",
+    ),
     ("deadline", "relative deadline (edf); default none"),
     ("clients", "closed workload: clients of this class"),
 ];
@@ -106,10 +151,17 @@ pub struct Class {
 }
 
 pub enum Workload {
-    Open { arrival: Dist },
+    Open {
+        arrival: Dist,
+    },
     /// One entry per client: its class.
-    Closed { clients: Vec<u32>, think: Dist },
-    Trace { rows: Vec<TraceRow> },
+    Closed {
+        clients: Vec<u32>,
+        think: Dist,
+    },
+    Trace {
+        rows: Vec<TraceRow>,
+    },
 }
 
 pub struct Config {
@@ -131,7 +183,11 @@ pub struct Config {
 }
 
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
-    SpecError { key: key.into(), value: value.to_string(), allowed: allowed.into() }
+    SpecError {
+        key: key.into(),
+        value: value.to_string(),
+        allowed: allowed.into(),
+    }
 }
 
 fn positive(key: &str, v: Option<f64>) -> Result<Option<f64>, SpecError> {
@@ -145,7 +201,11 @@ impl SimSpec {
     pub fn validate(&self) -> Result<Config, SpecError> {
         let policy = self.policy.clone().unwrap_or_else(|| "fcfs".into());
         let info = schedlab_policy::lookup(&policy).ok_or_else(|| {
-            err("policy", &policy, &format!("one of {}", schedlab_policy::known_names()))
+            err(
+                "policy",
+                &policy,
+                &format!("one of {}", schedlab_policy::known_names()),
+            )
         })?;
         let mut params = Params::new();
         for (k, v) in self.params.iter().flatten() {
@@ -170,7 +230,7 @@ impl SimSpec {
         }
         let time = positive("time", self.time)?;
         let warmup_time = self.warmup_time.unwrap_or(0.0);
-        if !(warmup_time >= 0.0) {
+        if warmup_time.is_nan() || warmup_time < 0.0 {
             return Err(err("warmup_time", warmup_time, "a number >= 0"));
         }
         if self.jobs == Some(0) {
@@ -185,25 +245,52 @@ impl SimSpec {
         let workload = if let Some(path) = &self.trace {
             for key in ["arrival", "load", "clients"] {
                 if self.given(key) {
-                    return Err(err(key, "(given)", "nothing: trace replaces arrival, load and clients"));
+                    return Err(err(
+                        key,
+                        "(given)",
+                        "nothing: trace replaces arrival, load and clients",
+                    ));
                 }
             }
             let names: Vec<&str> = classes.iter().map(|c| c.name.as_str()).collect();
-            Workload::Trace { rows: trace::read(path, &names)? }
+            Workload::Trace {
+                rows: trace::read(path, &names)?,
+            }
         } else if closed {
             if self.arrival.is_some() || self.load.is_some() {
-                let key = if self.arrival.is_some() { "arrival" } else { "load" };
-                return Err(err(key, "(given)", "nothing: a closed workload (clients) has no arrival rate"));
+                let key = if self.arrival.is_some() {
+                    "arrival"
+                } else {
+                    "load"
+                };
+                return Err(err(
+                    key,
+                    "(given)",
+                    "nothing: a closed workload (clients) has no arrival rate",
+                ));
             }
             let think = Dist::parse("think", self.think.as_deref().unwrap_or("det:0"))?;
-            Workload::Closed { clients: self.client_classes(&classes)?, think }
+            Workload::Closed {
+                clients: self.client_classes(&classes)?,
+                think,
+            }
         } else {
             if self.think.is_some() {
-                return Err(err("think", self.think.as_deref().unwrap_or(""), "clients as well (think time is for closed workloads)"));
+                return Err(err(
+                    "think",
+                    self.think.as_deref().unwrap_or(""),
+                    "clients as well (think time is for closed workloads)",
+                ));
             }
             let mean_size = mean_size(&classes);
             let arrival = match (&self.arrival, self.load) {
-                (Some(_), Some(_)) => return Err(err("load", self.load.unwrap_or(0.0), "either load or arrival, not both")),
+                (Some(_), Some(_)) => {
+                    return Err(err(
+                        "load",
+                        self.load.unwrap_or(0.0),
+                        "either load or arrival, not both",
+                    ))
+                }
                 (Some(a), None) => Dist::parse("arrival", a)?,
                 (None, Some(load)) => {
                     if !(load > 0.0 && load.is_finite()) {
@@ -211,25 +298,55 @@ impl SimSpec {
                     }
                     Dist::Exp(mean_size / (load * cpus as f64))
                 }
-                (None, None) => return Err(err("arrival", "(missing)", "an inter-arrival distribution, or load, or clients, or trace")),
+                (None, None) => {
+                    return Err(err(
+                        "arrival",
+                        "(missing)",
+                        "an inter-arrival distribution, or load, or clients, or trace",
+                    ))
+                }
             };
             Workload::Open { arrival }
         };
         let offered_load = match &workload {
-            Workload::Open { arrival } => Some(mean_size(&classes) / (arrival.mean() * cpus as f64)),
+            Workload::Open { arrival } => {
+                Some(mean_size(&classes) / (arrival.mean() * cpus as f64))
+            }
             _ => None,
         };
         if let Some(rho) = offered_load {
             if rho >= 1.0 && !self.allow_unstable.unwrap_or(false) {
-                let key = if self.load.is_some() { "load" } else { "arrival" };
-                return Err(err(key, format!("{} (load {rho:.4})", self.load.map_or_else(|| self.arrival.clone().unwrap_or_default(), |l| l.to_string())), "a load < 1 for an open system; set allow_unstable to run it anyway"));
+                let key = if self.load.is_some() {
+                    "load"
+                } else {
+                    "arrival"
+                };
+                return Err(err(
+                    key,
+                    format!(
+                        "{} (load {rho:.4})",
+                        self.load.map_or_else(
+                            || self.arrival.clone().unwrap_or_default(),
+                            |l| l.to_string()
+                        )
+                    ),
+                    "a load < 1 for an open system; set allow_unstable to run it anyway",
+                ));
             }
         }
         if self.jobs.is_none() && time.is_none() && !matches!(workload, Workload::Trace { .. }) {
-            return Err(err("jobs", "(missing)", "a number of jobs, or time, to stop the run"));
+            return Err(err(
+                "jobs",
+                "(missing)",
+                "a number of jobs, or time, to stop the run",
+            ));
         }
         if offered_load.is_some_and(|r| r >= 1.0) && time.is_none() && self.jobs.is_none() {
-            return Err(err("time", "(missing)", "a stop time for an unstable system"));
+            return Err(err(
+                "time",
+                "(missing)",
+                "a stop time for an unstable system",
+            ));
         }
 
         Ok(Config {
@@ -283,15 +400,25 @@ impl SimSpec {
                 return Err(err(&key("tickets"), tickets, "a number > 0"));
             }
             let weight = match (c.weight, c.nice) {
-                (Some(_), Some(_)) => return Err(err(&key("nice"), c.nice.unwrap_or(0.0), "either weight or nice, not both")),
-                (Some(w), None) if !(w > 0.0 && w.is_finite()) => return Err(err(&key("weight"), w, "a number > 0")),
+                (Some(_), Some(_)) => {
+                    return Err(err(
+                        &key("nice"),
+                        c.nice.unwrap_or(0.0),
+                        "either weight or nice, not both",
+                    ))
+                }
+                (Some(w), None) if !(w > 0.0 && w.is_finite()) => {
+                    return Err(err(&key("weight"), w, "a number > 0"))
+                }
                 (Some(w), None) => w,
-                (None, Some(n)) if !(-20.0..=19.0).contains(&n) => return Err(err(&key("nice"), n, "a number from -20 to 19")),
+                (None, Some(n)) if !(-20.0..=19.0).contains(&n) => {
+                    return Err(err(&key("nice"), n, "a number from -20 to 19"))
+                }
                 (None, Some(n)) => nice_to_weight(n),
                 (None, None) => 1.0,
             };
             if let Some(d) = c.deadline {
-                if !(d > 0.0) {
+                if d.is_nan() || d <= 0.0 {
                     return Err(err(&key("deadline"), d, "a number > 0"));
                 }
             }
@@ -314,11 +441,18 @@ impl SimSpec {
     fn client_classes(&self, classes: &[Class]) -> Result<Vec<u32>, SpecError> {
         if classes_have_clients(&self.classes) {
             if self.clients.is_some() {
-                return Err(err("clients", self.clients.unwrap_or(0), "either clients or classes[].clients, not both"));
+                return Err(err(
+                    "clients",
+                    self.clients.unwrap_or(0),
+                    "either clients or classes[].clients, not both",
+                ));
             }
             let mut v = Vec::new();
             for (i, c) in self.classes.iter().flatten().enumerate() {
-                v.extend(std::iter::repeat_n(i as u32, c.clients.unwrap_or(0) as usize));
+                v.extend(std::iter::repeat_n(
+                    i as u32,
+                    c.clients.unwrap_or(0) as usize,
+                ));
             }
             if v.is_empty() {
                 return Err(err("classes[].clients", 0, "at least one client"));
@@ -339,7 +473,10 @@ impl SimSpec {
         }
         for i in 0..n {
             let u = (i as f64 + 0.5) / n as f64;
-            let class = bounds.iter().position(|(_, hi)| u < *hi).unwrap_or(classes.len() - 1);
+            let class = bounds
+                .iter()
+                .position(|(_, hi)| u < *hi)
+                .unwrap_or(classes.len() - 1);
             v.push(class as u32);
         }
         Ok(v)
@@ -383,11 +520,19 @@ mod tests {
 
     #[test]
     fn unstable_open_system_is_refused_with_the_load() {
-        let spec = SimSpec { load: Some(1.0), jobs: Some(10), ..Default::default() };
+        let spec = SimSpec {
+            load: Some(1.0),
+            jobs: Some(10),
+            ..Default::default()
+        };
         let e = spec.validate().err().unwrap();
         assert_eq!(e.key, "load");
         assert!(e.allowed.contains("allow_unstable"));
-        let spec = SimSpec { arrival: Some("exp:0.5".into()), jobs: Some(10), ..Default::default() };
+        let spec = SimSpec {
+            arrival: Some("exp:0.5".into()),
+            jobs: Some(10),
+            ..Default::default()
+        };
         let e = spec.validate().err().unwrap();
         assert_eq!(e.key, "arrival");
         assert!(e.value.contains("load 2.0000"), "{}", e.value);
@@ -395,10 +540,18 @@ mod tests {
 
     #[test]
     fn load_sets_poisson_arrivals_per_cpu() {
-        let spec = SimSpec { load: Some(0.8), size: Some("det:2".into()), cpus: Some(4), jobs: Some(1), ..Default::default() };
+        let spec = SimSpec {
+            load: Some(0.8),
+            size: Some("det:2".into()),
+            cpus: Some(4),
+            jobs: Some(1),
+            ..Default::default()
+        };
         let c = spec.validate().ok().unwrap();
         match c.workload {
-            Workload::Open { arrival: Dist::Exp(m) } => assert!((m - 0.625).abs() < 1e-12),
+            Workload::Open {
+                arrival: Dist::Exp(m),
+            } => assert!((m - 0.625).abs() < 1e-12),
             _ => panic!("open Poisson expected"),
         }
         assert!((c.offered_load.unwrap() - 0.8).abs() < 1e-12);

@@ -15,17 +15,25 @@ pub struct TraceRow {
     pub task: Option<u32>,
 }
 
-pub const COLUMNS: &[&str] =
-    &["arrival", "size", "class", "priority", "tickets", "weight", "deadline", "task"];
+pub const COLUMNS: &[&str] = &[
+    "arrival", "size", "class", "priority", "tickets", "weight", "deadline", "task",
+];
 
 /// Reads a trace; `classes` are the class names a `class` cell may use (or an index).
 pub fn read(path: &str, classes: &[&str]) -> Result<Vec<TraceRow>, SpecError> {
-    let fail = |allowed: String| SpecError { key: "trace".into(), value: path.into(), allowed };
+    let fail = |allowed: String| SpecError {
+        key: "trace".into(),
+        value: path.into(),
+        allowed,
+    };
     let mut rdr = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .from_path(path)
         .map_err(|e| fail(format!("a readable CSV file ({e})")))?;
-    let headers = rdr.headers().map_err(|e| fail(format!("a CSV header ({e})")))?.clone();
+    let headers = rdr
+        .headers()
+        .map_err(|e| fail(format!("a CSV header ({e})")))?
+        .clone();
     let col = |name: &str| headers.iter().position(|h| h == name);
     for required in ["arrival", "size"] {
         if col(required).is_none() {
@@ -36,7 +44,10 @@ pub fn read(path: &str, classes: &[&str]) -> Result<Vec<TraceRow>, SpecError> {
         }
     }
     if let Some(h) = headers.iter().find(|h| !COLUMNS.contains(h)) {
-        return Err(fail(format!("only the columns {} (unknown '{h}')", COLUMNS.join(","))));
+        return Err(fail(format!(
+            "only the columns {} (unknown '{h}')",
+            COLUMNS.join(",")
+        )));
     }
     let mut rows = Vec::new();
     let mut last = f64::NEG_INFINITY;
@@ -46,9 +57,16 @@ pub fn read(path: &str, classes: &[&str]) -> Result<Vec<TraceRow>, SpecError> {
         let num = |name: &str| -> Result<Option<f64>, SpecError> {
             match col(name).and_then(|i| rec.get(i)).filter(|s| !s.is_empty()) {
                 None => Ok(None),
-                Some(s) => s.parse::<f64>().ok().filter(|x| x.is_finite()).map(Some).ok_or_else(|| {
-                    fail(format!("a number in column {name} at line {line}, not '{s}'"))
-                }),
+                Some(s) => s
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .map(Some)
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "a number in column {name} at line {line}, not '{s}'"
+                        ))
+                    }),
             }
         };
         let arrival = num("arrival")?.ok_or_else(|| fail(format!("an arrival at line {line}")))?;
@@ -60,7 +78,10 @@ pub fn read(path: &str, classes: &[&str]) -> Result<Vec<TraceRow>, SpecError> {
             return Err(fail(format!("sizes >= 0 (line {line})")));
         }
         last = arrival;
-        let class = match col("class").and_then(|i| rec.get(i)).filter(|s| !s.is_empty()) {
+        let class = match col("class")
+            .and_then(|i| rec.get(i))
+            .filter(|s| !s.is_empty())
+        {
             None => 0,
             Some(s) => match classes.iter().position(|c| *c == s) {
                 Some(i) => i as u32,

@@ -6,7 +6,10 @@ use schedlab_sim::{simulate, Output};
 fn trace(rows: &str) -> String {
     let dir = std::env::temp_dir().join(format!("schedlab-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{:x}.csv", rows.len() * 31 + rows.bytes().map(|b| b as usize).sum::<usize>()));
+    let path = dir.join(format!(
+        "{:x}.csv",
+        rows.len() * 31 + rows.bytes().map(|b| b as usize).sum::<usize>()
+    ));
     std::fs::write(&path, format!("arrival,size\n{rows}")).unwrap();
     path.to_string_lossy().into_owned()
 }
@@ -14,7 +17,12 @@ fn trace(rows: &str) -> String {
 fn run(policy: &str, params: &[(&str, f64)], rows: &str) -> Output {
     let spec = SimSpec {
         policy: Some(policy.into()),
-        params: Some(params.iter().map(|(k, v)| (k.to_string(), RawParam::Num(*v))).collect()),
+        params: Some(
+            params
+                .iter()
+                .map(|(k, v)| (k.to_string(), RawParam::Num(*v)))
+                .collect(),
+        ),
         trace: Some(trace(rows)),
         keep_jobs: Some(true),
         keep_schedule: Some(true),
@@ -34,8 +42,12 @@ fn textbook_three_jobs_mean_wait() {
     assert!((sjf.summary.wait_mean - 3.0).abs() < 1e-12);
     let rr = run("rr", &[("quantum", 4.0)], rows);
     assert!((rr.summary.wait_mean - 17.0 / 3.0).abs() < 1e-12);
-    let segs: Vec<(u64, f64, f64)> =
-        rr.schedule.unwrap().iter().map(|s| (s.job, s.start, s.end)).collect();
+    let segs: Vec<(u64, f64, f64)> = rr
+        .schedule
+        .unwrap()
+        .iter()
+        .map(|s| (s.job, s.start, s.end))
+        .collect();
     assert_eq!(&segs[..3], &[(0, 0.0, 4.0), (1, 4.0, 7.0), (2, 7.0, 10.0)]);
     // P1 runs its remaining 20 in five quanta with no one else queued.
     assert!(segs[3..].iter().all(|s| s.0 == 0));
@@ -56,9 +68,22 @@ fn conservation_and_littles_law_mm1() {
         ..Default::default()
     };
     let s = simulate(&spec).unwrap().summary;
-    assert!((s.busy_time / s.work_served - 1.0).abs() < 1e-9, "{} vs {}", s.busy_time, s.work_served);
+    assert!(
+        (s.busy_time / s.work_served - 1.0).abs() < 1e-9,
+        "{} vs {}",
+        s.busy_time,
+        s.work_served
+    );
     let little = s.arrival_rate * s.response_mean;
-    assert!((s.mean_in_system / little - 1.0).abs() < 0.01, "L={} lambda W={little}", s.mean_in_system);
+    assert!(
+        (s.mean_in_system / little - 1.0).abs() < 0.01,
+        "L={} lambda W={little}",
+        s.mean_in_system
+    );
     assert!((s.utilization - 0.8).abs() < 0.01, "rho={}", s.utilization);
-    assert!((s.response_mean - 5.0).abs() < 0.25, "E[T]={}", s.response_mean);
+    assert!(
+        (s.response_mean - 5.0).abs() < 0.25,
+        "E[T]={}",
+        s.response_mean
+    );
 }
