@@ -102,6 +102,10 @@ impl Policy for Share {
         let (_, w, _) = self.slots[id.index()];
         self.total_weight -= w;
         self.n -= 1;
+        if self.n == 0 {
+            self.total_weight = 0.0;
+            self.v = 0.0;
+        }
     }
     fn pick_next(&mut self, _: f64) -> Option<JobId> {
         None
@@ -162,7 +166,9 @@ impl Fluid for Share {
         let gap = vfin - self.v;
         // Done when within rounding of the virtual clock, or when the time left is below what
         // the real clock can resolve (the engine would wake up at the same instant again).
-        if gap > 1e-9 * self.v.abs().max(1.0)
+        // The clock restarts at 0 whenever the queue empties, so `v` stays as small as one
+        // busy period allows and this tolerance stays at the level of rounding.
+        if gap > 1e-12 * self.v.abs().max(1.0)
             && gap / self.rate() > 1e-12 * self.last.abs().max(1.0)
         {
             return None;
@@ -175,6 +181,7 @@ impl Fluid for Share {
         self.n -= 1;
         if self.n == 0 {
             self.total_weight = 0.0;
+            self.v = 0.0;
         }
         Some(JobId(id))
     }
