@@ -4,9 +4,23 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-rust test-python lint bench clean
+.PHONY: setup sysdeps run test test-rust test-python lint bench clean
 
-setup: $(STAMP)
+setup: $(STAMP) sysdeps
+
+# System programs the tests start for real: Chromium renders the HTML report, nginx and wrk are
+# the server's peers. Installed from Debian's packages when missing (CI runs as root).
+SYSDEPS := chromium:chromium nginx:nginx-light wrk:wrk
+sysdeps:
+	@missing=""; for pair in $(SYSDEPS); do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || [ -x /usr/sbin/$${pair%%:*} ] || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 # Reinstall when the Rust sources or the package description change.
 $(STAMP): pyproject.toml Cargo.toml $(shell find crates python -name '*.rs' -o -name '*.py' -o -name Cargo.toml 2>/dev/null)
