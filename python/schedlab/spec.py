@@ -13,7 +13,9 @@ from typing import Any
 from schedlab import _core
 from schedlab._core import SpecError
 
-SPEC_KEYS: dict[str, str] = dict(_core.SPEC_KEYS)
+SPEC_KEYS: dict[str, str] = {name: help for name, _section, help in _core.SPEC_KEYS}
+# The section of an experiment file each key belongs to: workload, machine, policy, ...
+SPEC_SECTIONS: dict[str, str] = {name: section for name, section, _help in _core.SPEC_KEYS}
 CLASS_KEYS: dict[str, str] = dict(_core.CLASS_KEYS)
 DIST_KEYS = ("arrival", "size", "think")
 

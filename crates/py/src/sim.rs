@@ -119,7 +119,8 @@ fn parse_dist<'py>(py: Python<'py>, text: &str, key: &str) -> PyResult<Bound<'py
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DIST_SYNTAX", SYNTAX)?;
-    m.add("SPEC_KEYS", KEYS.to_vec())?;
+    let keys: Vec<(&str, &str, &str)> = KEYS.iter().map(|k| (k.name, k.section, k.help)).collect();
+    m.add("SPEC_KEYS", keys)?;
     m.add("CLASS_KEYS", CLASS_KEYS.to_vec())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;

@@ -198,6 +198,9 @@ struct Engine<'a> {
     measured_arrivals: u64,
     completed_in_window: u64,
     response: Moments,
+    /// Completed batches' mean response, and the running batch.
+    batch_means: Vec<f64>,
+    batch: Moments,
     wait: Moments,
     slowdown: Moments,
     q_response: Quantiles,
@@ -268,6 +271,8 @@ pub fn run(cfg: &Config) -> Result<Output, SpecError> {
         measured_arrivals: 0,
         completed_in_window: 0,
         response: Moments::default(),
+        batch_means: Vec::new(),
+        batch: Moments::default(),
         wait: Moments::default(),
         slowdown: Moments::default(),
         q_response: Quantiles::default(),
@@ -779,6 +784,13 @@ impl Engine<'_> {
         let measured = s.seq >= self.cfg.warmup && view.arrival >= self.cfg.warmup_time;
         if measured {
             self.response.add(response);
+            if self.cfg.batch_size > 0 {
+                self.batch.add(response);
+                if self.batch.n == self.cfg.batch_size {
+                    self.batch_means.push(self.batch.mean);
+                    self.batch = Moments::default();
+                }
+            }
             self.wait.add(wait);
             self.slowdown.add(slowdown);
             self.q_response.record(response);
@@ -1006,6 +1018,8 @@ impl Engine<'_> {
             warmup_jobs: self.cfg.warmup,
             unfinished,
             events: self.events,
+            // A last, partial batch (jobs not divisible by batches) is left out.
+            response_batch_means: std::mem::take(&mut self.batch_means),
         };
         Output {
             summary,

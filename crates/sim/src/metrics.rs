@@ -193,4 +193,6 @@ pub struct Summary {
     pub warmup_jobs: u64,
     pub unfinished: u64,
     pub events: u64,
+    /// Mean response of each batch of measured jobs, in completion order (key `batches`).
+    pub response_batch_means: Vec<f64>,
 }

@@ -56,66 +56,49 @@ pub struct SimSpec {
     pub keep_jobs: Option<bool>,
     pub keep_schedule: Option<bool>,
     pub allow_unstable: Option<bool>,
+    pub batches: Option<u32>,
 }
 
-/// Every spec key with its help text, in the order of the docs. A test checks it against the
-/// struct, so the docs and the validator cannot drift apart.
-pub const KEYS: &[(&str, &str)] = &[
-    (
-        "policy",
-        "scheduling policy (see `schedlab policies`); default fcfs",
-    ),
-    ("params", "policy parameters, e.g. {quantum = 10}"),
-    (
-        "arrival",
-        "inter-arrival time distribution of the open workload",
-    ),
-    (
-        "load",
-        "utilisation; Poisson arrivals at that load replace `arrival`",
-    ),
-    (
-        "size",
-        "job size (service demand) distribution; default exp:1",
-    ),
-    (
-        "jobs",
-        "measured jobs: arrivals stop after warmup + jobs, then the system drains",
-    ),
-    ("time", "stop at this simulated time"),
-    ("warmup", "jobs discarded at the start (by arrival order)"),
-    (
-        "warmup_time",
-        "jobs arriving before this time are discarded",
-    ),
-    ("cpus", "CPUs sharing one global queue; default 1"),
-    (
-        "context_switch",
-        "time a CPU spends switching to a different job; default 0",
-    ),
-    ("seed", "random seed; same seed, same run; default 1"),
-    (
-        "clients",
-        "closed workload: number of clients, each thinks then submits one job",
-    ),
-    (
-        "think",
-        "closed workload: think-time distribution; default det:0",
-    ),
-    (
-        "trace",
-        "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task]",
-    ),
-    (
-        "classes",
-        "job classes: name, fraction, size, priority, tickets, weight, nice, deadline, clients",
-    ),
-    ("keep_jobs", "return the per-job table"),
-    (
-        "keep_schedule",
-        "return every run segment (cpu, job, start, end)",
-    ),
-    ("allow_unstable", "run an open system at load >= 1"),
+/// A spec key: its name (the same in the CLI, TOML files and Python), the section of an
+/// experiment file it belongs to, and its help text.
+#[derive(Clone, Copy, Debug)]
+pub struct Key {
+    pub name: &'static str,
+    pub section: &'static str,
+    pub help: &'static str,
+}
+
+const fn key(name: &'static str, section: &'static str, help: &'static str) -> Key {
+    Key {
+        name,
+        section,
+        help,
+    }
+}
+
+/// Every spec key, in the order of the docs. A test checks it against the struct, so the docs
+/// and the validator cannot drift apart.
+pub const KEYS: &[Key] = &[
+    key("policy", "policy", "scheduling policy (see `schedlab policies`); default fcfs"),
+    key("params", "policy", "policy parameters, e.g. {quantum = 10}"),
+    key("arrival", "workload", "inter-arrival time distribution of the open workload"),
+    key("load", "workload", "utilisation; Poisson arrivals at that load replace `arrival`"),
+    key("size", "workload", "job size (service demand) distribution; default exp:1"),
+    key("jobs", "workload", "measured jobs: arrivals stop after warmup + jobs, then the system drains"),
+    key("time", "workload", "stop at this simulated time"),
+    key("clients", "workload", "closed workload: number of clients, each thinks then submits one job"),
+    key("think", "workload", "closed workload: think-time distribution; default det:0"),
+    key("trace", "workload", "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task]"),
+    key("classes", "workload", "job classes: name, fraction, size, priority, tickets, weight, nice, deadline, clients"),
+    key("allow_unstable", "workload", "run an open system at load >= 1"),
+    key("cpus", "machine", "CPUs sharing one global queue; default 1"),
+    key("context_switch", "machine", "time a CPU spends switching to a different job; default 0"),
+    key("seed", "experiment", "random seed; same seed, same run; default 1"),
+    key("warmup", "experiment", "jobs discarded at the start (by arrival order)"),
+    key("warmup_time", "experiment", "jobs arriving before this time are discarded"),
+    key("batches", "experiment", "split the measured jobs into this many batches and report each batch's mean response (batch means)"),
+    key("keep_jobs", "output", "return the per-job table"),
+    key("keep_schedule", "output", "return every run segment (cpu, job, start, end)"),
 ];
 
 pub const CLASS_KEYS: &[(&str, &str)] = &[
@@ -178,6 +161,8 @@ pub struct Config {
     pub seed: u64,
     pub keep_jobs: bool,
     pub keep_schedule: bool,
+    /// Batch means: measured jobs per batch (0: none).
+    pub batch_size: u64,
     /// Offered load per CPU, where it is known in advance.
     pub offered_load: Option<f64>,
 }
@@ -349,6 +334,21 @@ impl SimSpec {
             ));
         }
 
+        let batch_size = match (self.batches, self.jobs) {
+            (None, _) => 0,
+            (Some(0), _) => return Err(err("batches", 0, "a whole number >= 1")),
+            (Some(b), Some(j)) if u64::from(b) <= j => j.div_ceil(u64::from(b)),
+            (Some(b), Some(j)) => {
+                return Err(err("batches", b, &format!("at most jobs ({j}) batches")))
+            }
+            (Some(b), None) => {
+                return Err(err(
+                    "batches",
+                    b,
+                    "jobs as well: batches split the measured jobs",
+                ))
+            }
+        };
         Ok(Config {
             policy: info.name.to_string(),
             params,
@@ -363,6 +363,7 @@ impl SimSpec {
             seed: self.seed.unwrap_or(1),
             keep_jobs: self.keep_jobs.unwrap_or(false),
             keep_schedule: self.keep_schedule.unwrap_or(false),
+            batch_size,
             offered_load,
         })
     }
@@ -514,7 +515,8 @@ mod tests {
             v.sort();
             v
         }
-        assert_eq!(keys(&SimSpec::default()), documented(KEYS));
+        let names: Vec<(&str, &str)> = KEYS.iter().map(|k| (k.name, k.help)).collect();
+        assert_eq!(keys(&SimSpec::default()), documented(&names));
         assert_eq!(keys(&ClassSpec::default()), documented(CLASS_KEYS));
     }
 
