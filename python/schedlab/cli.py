@@ -8,7 +8,15 @@ import sys
 from typing import Any, NoReturn
 
 from schedlab._core import SpecError
-from schedlab.spec import SPEC_KEYS, load_toml, policy_catalog, spec_error
+from schedlab.spec import (
+    CLASS_KEYS,
+    SPEC_KEYS,
+    SPEC_KINDS,
+    SPEC_SECTIONS,
+    load_toml,
+    policy_catalog,
+    spec_error,
+)
 
 SUMMARY_ROWS = [
     ("response_mean", "response mean"), ("response_p50", "response p50"),
@@ -16,8 +24,19 @@ SUMMARY_ROWS = [
     ("response_std", "response std"), ("wait_mean", "wait mean"),
     ("slowdown_mean", "slowdown mean"), ("throughput", "throughput"),
     ("utilization", "utilization"), ("context_switches", "context switches"),
+    ("migrations", "migrations"), ("task_response_cv", "CV of task mean responses"),
     ("jain_slowdown", "Jain (slowdown)"), ("jain_share", "Jain (share/entitled)"),
 ]
+
+
+# Tables a run can write, by the Result attribute that holds them.
+TABLE_OUTPUTS = {
+    "jobs": "the per-job table",
+    "schedule": "every run segment (cpu, job, task, start, end)",
+    "tasks": "the per-task table (response, migrations, CPU share against entitlement)",
+    "loads": "the load distribution (runnable jobs per runqueue: time and completion shares)",
+    "load_series": "the runnable jobs of each runqueue over time (needs --load-sample)",
+}
 
 
 class Parser(argparse.ArgumentParser):
@@ -28,51 +47,64 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+_CLASS_TEXT = ("name", "size", "think", "io", "io_kind")
+_CLASS_INT = ("clients", "bursts")
+
+
 def _class_arg(text: str) -> dict[str, Any]:
-    """--class 'name=big fraction=0.2 size=exp:10 priority=1'"""
+    """--class 'name=big fraction=0.2 size=exp:10 priority=1 affinity=0,1'"""
     out: dict[str, Any] = {}
     for part in text.split():
         key, sep, value = part.partition("=")
         if not sep:
             raise argparse.ArgumentTypeError(f"class field '{part}' is not key=value")
         try:
-            out[key] = value if key in ("name", "size") else float(value)
+            if key in _CLASS_TEXT:
+                out[key] = value
+            elif key in _CLASS_INT:
+                out[key] = int(value)
+            elif key == "affinity":
+                out[key] = [int(c) for c in value.split(",")]
+            else:
+                out[key] = float(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"class field {key}={value}: expected a number") from None
-        if key == "clients":
-            out[key] = int(out[key])
+            raise argparse.ArgumentTypeError(
+                f"class field {key}={value}: expected a number") from None
     return out
 
 
+_TYPES = {"str": str, "dist": str, "int": int, "float": float}
+
+
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per spec key (from the core's key list, so flags, TOML keys and Python keyword
+    arguments cannot drift apart), plus every policy parameter."""
     p.add_argument("--spec", help="TOML file with spec keys ([params], [[classes]]); flags override")
-    p.add_argument("--policy", help="scheduling policy (schedlab policies); default fcfs")
-    p.add_argument("--arrival", help="inter-arrival distribution, e.g. exp:21")
-    p.add_argument("--load", type=float, help="utilisation: Poisson arrivals at this load")
-    p.add_argument("--size", help="job size distribution, e.g. det:20")
-    p.add_argument("--jobs", type=int, help="measured jobs")
-    p.add_argument("--time", type=float, help="stop at this simulated time")
-    p.add_argument("--warmup", type=int, help="jobs discarded at the start")
-    p.add_argument("--warmup-time", type=float, help="jobs arriving before this are discarded")
-    p.add_argument("--cpus", type=int, help="CPUs sharing one global queue")
-    p.add_argument("--context-switch", type=float, help="cost of switching a CPU to another job")
-    p.add_argument("--seed", type=int, help="random seed")
-    p.add_argument("--clients", type=int, help="closed workload: number of clients")
-    p.add_argument("--think", help="closed workload: think-time distribution")
-    p.add_argument("--trace", help="CSV trace: arrival,size[,class,priority,tickets,...]")
+    sections: dict[str, argparse._ArgumentGroup] = {}
+    for key, help_text in SPEC_KEYS.items():
+        kind = SPEC_KINDS[key]
+        if kind in ("table", "classes") or key in ("keep_jobs", "keep_schedule"):
+            continue  # --class and the policy flags below; --jobs-out and --schedule-out
+        section = SPEC_SECTIONS[key]
+        group = sections.setdefault(section, p.add_argument_group(f"{section} keys"))
+        flag = f"--{key.replace('_', '-')}"
+        if kind == "bool":
+            group.add_argument(flag, action="store_true", default=None, help=help_text)
+        else:
+            group.add_argument(flag, type=_TYPES[kind], metavar=kind.upper(), help=help_text)
     p.add_argument("--class", dest="classes", action="append", type=_class_arg,
-                   metavar="'name=A fraction=F size=D priority=P ...'", help="a job class")
-    p.add_argument("--allow-unstable", action="store_true", default=None,
-                   help="run an open system at load >= 1")
-    seen: set[str] = set()
+                   metavar="'name=A fraction=F size=D priority=P ...'",
+                   help="a job class (keys: " + ", ".join(CLASS_KEYS) + ")")
+    seen: set[str] = set(SPEC_KEYS)
     group = p.add_argument_group("policy parameters (see `schedlab policies`)")
     for info in policy_catalog():
         for param in info["params"]:
             if param["name"] in seen:
                 continue
             seen.add(param["name"])
-            group.add_argument(f"--{param['name'].replace('_', '-')}", dest=f"param_{param['name']}",
-                               metavar=param["kind"].upper(), help=param["help"])
+            group.add_argument(f"--{param['name'].replace('_', '-')}",
+                               dest=f"param_{param['name']}", metavar=param["kind"].upper(),
+                               help=param["help"])
 
 
 def _spec_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -96,16 +128,15 @@ def cmd_sim(args: argparse.Namespace) -> int:
     from schedlab.results import dumps, write_table
 
     policy, spec = _spec_from_args(args)
-    for key in ("jobs_out", "schedule_out"):
-        path = getattr(args, key)
+    outputs = {key: getattr(args, f"{key}_out") for key in TABLE_OUTPUTS}
+    for key, path in outputs.items():
         if path and not path.lower().endswith((".csv", ".parquet")):
-            raise spec_error(key, path, "a file name ending in .csv or .parquet")
-    result = simulate(policy, keep_jobs=bool(args.jobs_out), keep_schedule=bool(args.schedule_out)
-                      or None, **spec)
-    if args.jobs_out:
-        write_table(result.jobs, args.jobs_out)
-    if args.schedule_out:
-        write_table(result.schedule, args.schedule_out)
+            raise spec_error(f"{key}_out", path, "a file name ending in .csv or .parquet")
+    result = simulate(policy, keep_jobs=bool(outputs["jobs"]),
+                      keep_schedule=bool(outputs["schedule"]) or None, **spec)
+    for key, path in outputs.items():
+        if path:
+            write_table(getattr(result, key), path)
     if args.json:
         print(dumps(result.summary))
         return 0
@@ -121,9 +152,14 @@ def cmd_sim(args: argparse.Namespace) -> int:
         if isinstance(value, float) and value != value:
             continue
         table.add_row(label, f"{value:.4g}" if isinstance(value, float) else str(value))
-    Console().print(table)
+    if s["cpus"] > 1:
+        for key, label in (("utilization_per_cpu", "utilization per CPU"),
+                           ("runnable_mean_per_cpu", "runnable jobs per runqueue")):
+            table.add_row(label, " ".join(f"{v:.3g}" for v in s[key]))
+    console = Console()
+    console.print(table)
     if len(result.classes) > 1:
-        Console().print(result.classes.to_string(index=False))
+        console.print(result.classes.to_string(index=False))
     return 0
 
 
@@ -179,8 +215,9 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sim", help="simulate one run")
     _add_sim_flags(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--jobs-out", help="write the per-job table (.csv or .parquet)")
-    p.add_argument("--schedule-out", help="write every run segment (.csv or .parquet)")
+    for key, what in TABLE_OUTPUTS.items():
+        p.add_argument(f"--{key.replace('_', '-')}-out", metavar="FILE",
+                       help=f"write {what} (.csv or .parquet)")
     p.set_defaults(func=cmd_sim)
     p = sub.add_parser("theory", help="closed-form mean response time")
     p.add_argument("--policy", default="fcfs")

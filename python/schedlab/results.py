@@ -56,6 +56,8 @@ class Result:
     classes: pd.DataFrame
     tasks: pd.DataFrame
     schedule: pd.DataFrame
+    loads: pd.DataFrame = field(default_factory=pd.DataFrame)
+    load_series: pd.DataFrame = field(default_factory=pd.DataFrame)
     spec: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=environment)
 
@@ -69,6 +71,10 @@ class Result:
             tasks=pd.DataFrame(raw["tasks"]),
             schedule=pd.DataFrame(raw["schedule"] or [], columns=["cpu", "job", "task", "start",
                                                                   "end"]),
+            loads=pd.DataFrame(raw.get("loads") or [],
+                               columns=["cpu", "runnable", "time_share", "completion_share"]),
+            load_series=pd.DataFrame(raw.get("load_series") or [],
+                                     columns=["time", "cpu", "runnable"]),
             spec=spec,
         )
 

@@ -13,9 +13,11 @@ from typing import Any
 from schedlab import _core
 from schedlab._core import SpecError
 
-SPEC_KEYS: dict[str, str] = {name: help for name, _section, help in _core.SPEC_KEYS}
+SPEC_KEYS: dict[str, str] = {name: help for name, _section, _kind, help in _core.SPEC_KEYS}
 # The section of an experiment file each key belongs to: workload, machine, policy, ...
-SPEC_SECTIONS: dict[str, str] = {name: section for name, section, _help in _core.SPEC_KEYS}
+SPEC_SECTIONS: dict[str, str] = {name: section for name, section, _k, _h in _core.SPEC_KEYS}
+# The kind of value: str, int, float, bool, dist, table (params), classes.
+SPEC_KINDS: dict[str, str] = {name: kind for name, _section, kind, _help in _core.SPEC_KEYS}
 CLASS_KEYS: dict[str, str] = dict(_core.CLASS_KEYS)
 DIST_KEYS = ("arrival", "size", "think")
 

@@ -54,8 +54,7 @@ fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
         min_granularity: p.num_or("min_granularity", 0.75),
         wakeup_granularity: p.num_or("wakeup_granularity", 1.0),
         queue: KeyedQueue::default(),
-        vruntime: Vec::new(),
-        charged: Vec::new(),
+        slots: Vec::new(),
         task_vruntime: Vec::new(),
         min_vruntime: 0.0,
         runnable_weight: 0.0,
@@ -63,16 +62,27 @@ fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
     }))
 }
 
+/// What CFS keeps per job slot.
+#[derive(Clone, Copy, Default)]
+struct Entity {
+    vruntime: f64,
+    weight: f64,
+    /// Attained service at the last charge, to read a running job's vruntime mid-slice.
+    charged: f64,
+    /// Blocked in I/O: its vruntime is kept for the wake-up.
+    sleeping: bool,
+}
+
 pub struct Cfs {
     latency: f64,
     min_granularity: f64,
     wakeup_granularity: f64,
     queue: KeyedQueue,
-    vruntime: Vec<f64>,
-    /// Attained service at the last charge, to read a running job's vruntime mid-slice.
-    charged: Vec<f64>,
+    slots: Vec<Entity>,
+    /// Vruntime of each task's last job, so a task's next job does not start afresh.
     task_vruntime: Vec<f64>,
     min_vruntime: f64,
+    /// Weight and count of the runnable jobs, queued or running.
     runnable_weight: f64,
     runnable: usize,
 }
@@ -83,8 +93,19 @@ impl Cfs {
             .max(self.runnable as f64 * self.min_granularity)
     }
     fn current_vruntime(&self, job: &JobView) -> f64 {
-        let i = job.id.index();
-        self.vruntime[i] + (job.attained - self.charged[i]) / job.weight
+        let e = &self.slots[job.id.index()];
+        e.vruntime + (job.attained - e.charged) / e.weight
+    }
+    fn join(&mut self, i: usize) {
+        self.runnable += 1;
+        self.runnable_weight += self.slots[i].weight;
+    }
+    fn leave(&mut self, i: usize) {
+        self.runnable -= 1;
+        self.runnable_weight -= self.slots[i].weight;
+        if self.runnable == 0 {
+            self.runnable_weight = 0.0;
+        }
     }
 }
 
@@ -94,39 +115,52 @@ impl Policy for Cfs {
     }
     fn enqueue(&mut self, job: &JobView, _: f64, why: Enqueue) {
         let i = job.id.index();
-        if i >= self.vruntime.len() {
-            self.vruntime.resize(i + 1, 0.0);
-            self.charged.resize(i + 1, 0.0);
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, Entity::default());
         }
         match why {
             Enqueue::Arrival | Enqueue::Wakeup => {
-                self.runnable += 1;
-                self.runnable_weight += job.weight;
-                self.charged[i] = job.attained;
-                // A new job starts one weighted slice behind (START_DEBIT); a task waking from
-                // sleep keeps its vruntime but gets at most half a latency of credit.
-                let own = self.task_vruntime.get(job.task as usize).copied();
-                self.vruntime[i] = match (why, own) {
-                    (Enqueue::Wakeup, Some(v)) => v.max(self.min_vruntime - self.latency / 2.0),
-                    _ => self.min_vruntime + self.period() / self.runnable_weight,
+                let e = self.slots[i];
+                let own = if why == Enqueue::Wakeup && e.sleeping {
+                    Some(e.vruntime)
+                } else if why == Enqueue::Wakeup {
+                    self.task_vruntime.get(job.task as usize).copied()
+                } else {
+                    None
+                };
+                self.slots[i] = Entity {
+                    weight: job.weight,
+                    charged: job.attained,
+                    ..Entity::default()
+                };
+                self.join(i);
+                // A new job starts one weighted slice behind (START_DEBIT); a waking job keeps
+                // its vruntime but gets at most half a latency of credit for its sleep.
+                self.slots[i].vruntime = match own {
+                    Some(v) => v.max(self.min_vruntime - self.latency / 2.0),
+                    None => self.min_vruntime + self.period() / self.runnable_weight,
                 };
             }
             Enqueue::Migrated => {
-                self.runnable += 1;
-                self.runnable_weight += job.weight;
+                // Vruntime travels relative to the runqueue's min_vruntime (see dequeue).
+                self.slots[i].vruntime += self.min_vruntime;
+                self.slots[i].weight = job.weight;
+                self.join(i);
             }
-            _ => {}
+            Enqueue::Expired | Enqueue::Preempted => {}
         }
-        self.queue.push(job.id, self.vruntime[i]);
+        self.queue.push(job.id, self.slots[i].vruntime);
     }
     fn dequeue(&mut self, id: JobId) {
         if self.queue.remove(id) {
-            self.runnable -= 1;
+            let i = id.index();
+            self.leave(i);
+            self.slots[i].vruntime -= self.min_vruntime;
         }
     }
     fn pick_next(&mut self, _: f64) -> Option<JobId> {
         let id = self.queue.pop()?;
-        self.min_vruntime = self.min_vruntime.max(self.vruntime[id.index()]);
+        self.min_vruntime = self.min_vruntime.max(self.slots[id.index()].vruntime);
         Some(id)
     }
     fn slice(&self, job: &JobView, _: f64) -> Option<f64> {
@@ -135,24 +169,27 @@ impl Policy for Cfs {
     }
     fn preempts(&self, incoming: &JobView, running: &JobView, _: f64) -> bool {
         let gran = self.wakeup_granularity / incoming.weight;
-        self.vruntime[incoming.id.index()] + gran < self.current_vruntime(running)
+        self.slots[incoming.id.index()].vruntime + gran < self.current_vruntime(running)
     }
     fn charge(&mut self, job: &JobView, ran: f64, _: f64) {
+        let e = &mut self.slots[job.id.index()];
+        e.vruntime += ran / e.weight;
+        e.charged = job.attained;
+    }
+    fn sleep(&mut self, job: &JobView, _: f64) {
         let i = job.id.index();
-        self.vruntime[i] += ran / job.weight;
-        self.charged[i] = job.attained;
+        self.leave(i);
+        self.slots[i].sleeping = true;
     }
     fn exit(&mut self, job: &JobView, _: f64) {
-        self.runnable -= 1;
-        self.runnable_weight -= job.weight;
-        if self.runnable == 0 {
-            self.runnable_weight = 0.0;
-        }
+        let i = job.id.index();
+        self.leave(i);
+        self.slots[i].sleeping = false;
         let t = job.task as usize;
         if t >= self.task_vruntime.len() {
             self.task_vruntime.resize(t + 1, f64::NAN);
         }
-        self.task_vruntime[t] = self.vruntime[job.id.index()];
+        self.task_vruntime[t] = self.slots[i].vruntime;
     }
     fn len(&self) -> usize {
         self.queue.len()

@@ -80,7 +80,7 @@ impl JobView {
 pub enum Enqueue {
     /// A new job.
     Arrival,
-    /// Back from a wait (I/O, think time) within the same task.
+    /// Back from a wait: the same job after I/O, or a task's next job after think time.
     Wakeup,
     /// Taken off a CPU because another job preempts it.
     Preempted,
@@ -103,7 +103,8 @@ pub enum Service {
 pub trait Policy: Send {
     fn name(&self) -> &'static str;
     fn enqueue(&mut self, job: &JobView, now: f64, why: Enqueue);
-    /// Removes a queued job (migration, cancellation).
+    /// Removes a queued job that leaves this runqueue (migration); it may come back with
+    /// [`Enqueue::Migrated`] on another.
     fn dequeue(&mut self, id: JobId);
     /// The next job to run; it leaves the queue. `None`: nothing runnable.
     fn pick_next(&mut self, now: f64) -> Option<JobId>;
@@ -117,6 +118,9 @@ pub trait Policy: Send {
     }
     /// Service the job received since it was last charged (vruntime, pass, MLFQ allotment).
     fn charge(&mut self, _job: &JobView, _ran: f64, _now: f64) {}
+    /// The running job blocks (I/O) and leaves the runnable set until it is enqueued again
+    /// with [`Enqueue::Wakeup`].
+    fn sleep(&mut self, _job: &JobView, _now: f64) {}
     /// The job completed; forget anything kept about it.
     fn exit(&mut self, _job: &JobView, _now: f64) {}
     fn len(&self) -> usize;

@@ -42,6 +42,11 @@ fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'
     d.set_item("summary", pythonize(py, &out.summary)?)?;
     d.set_item("classes", pythonize(py, &out.classes)?)?;
     d.set_item("tasks", pythonize(py, &out.tasks)?)?;
+    d.set_item("loads", pythonize(py, &out.loads)?)?;
+    match out.load_series {
+        Some(s) => d.set_item("load_series", pythonize(py, &s)?)?,
+        None => d.set_item("load_series", py.None())?,
+    }
     match out.jobs {
         Some(t) => {
             let j = PyDict::new(py);
@@ -119,7 +124,10 @@ fn parse_dist<'py>(py: Python<'py>, text: &str, key: &str) -> PyResult<Bound<'py
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DIST_SYNTAX", SYNTAX)?;
-    let keys: Vec<(&str, &str, &str)> = KEYS.iter().map(|k| (k.name, k.section, k.help)).collect();
+    let keys: Vec<(&str, &str, &str, &str)> = KEYS
+        .iter()
+        .map(|k| (k.name, k.section, k.kind, k.help))
+        .collect();
     m.add("SPEC_KEYS", keys)?;
     m.add("CLASS_KEYS", CLASS_KEYS.to_vec())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;

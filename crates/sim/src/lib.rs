@@ -1,8 +1,11 @@
 //! schedlab's simulator: workloads, distributions, the event engine and its metrics.
 
+pub mod balance;
 pub mod dist;
 pub mod engine;
 pub mod metrics;
+mod mintree;
+pub mod placement;
 pub mod spec;
 pub mod trace;
 

@@ -137,18 +137,40 @@ pub struct ClassRow {
     pub slowdown_mean: f64,
 }
 
-/// Per task (client): the CPU share it received over the measured interval against the share
-/// its weight or tickets entitle it to, among the tasks runnable at each instant.
+/// Per task (client, thread): its jobs' mean response, its migrations, the CPU it ended on,
+/// and the CPU share it received over the measured interval against the share its weight or
+/// tickets entitle it to among the tasks runnable at each instant (each task at most one CPU).
 #[derive(Clone, Debug, Serialize)]
 pub struct TaskRow {
     pub task: u32,
     pub class: String,
     pub jobs: u64,
     pub response_mean: f64,
+    pub migrations: u64,
+    pub cpu: i32,
     pub service: f64,
     pub share: f64,
     pub entitled: f64,
     pub share_ratio: f64,
+}
+
+/// Load distribution of one runqueue (`cpu` = -1 for the global queue): the share of the
+/// measured time it held `runnable` jobs (queued or running), and the share of the measured
+/// completions that happened on it while it held that many (the completing job included).
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadRow {
+    pub cpu: i32,
+    pub runnable: u32,
+    pub time_share: f64,
+    pub completion_share: f64,
+}
+
+/// Runnable jobs of one runqueue at one sampling instant (key `load_sample`).
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadSample {
+    pub time: f64,
+    pub cpu: i32,
+    pub runnable: u32,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -175,6 +197,10 @@ pub struct Summary {
     pub utilization_per_cpu: Vec<f64>,
     pub context_switches: u64,
     pub migrations: u64,
+    /// Time-averaged runnable jobs (queued or running) of each runqueue.
+    pub runnable_mean_per_cpu: Vec<f64>,
+    /// Coefficient of variation of the tasks' mean responses (closed workloads; NaN otherwise).
+    pub task_response_cv: f64,
     pub jain_slowdown: f64,
     /// Jain's index over per-task share / entitlement (closed workloads; NaN otherwise).
     pub jain_share: f64,

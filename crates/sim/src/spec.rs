@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::balance;
 use crate::dist::Dist;
+use crate::placement::Placement;
 use crate::trace::{self, TraceRow};
 use crate::SpecError;
 use schedlab_policy::{nice_to_weight, ParamValue, Params};
@@ -32,6 +34,11 @@ pub struct ClassSpec {
     pub nice: Option<f64>,
     pub deadline: Option<f64>,
     pub clients: Option<u32>,
+    pub think: Option<String>,
+    pub bursts: Option<u32>,
+    pub io: Option<String>,
+    pub io_kind: Option<String>,
+    pub affinity: Option<Vec<u32>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -44,83 +51,128 @@ pub struct SimSpec {
     pub size: Option<String>,
     pub jobs: Option<u64>,
     pub time: Option<f64>,
-    pub warmup: Option<u64>,
-    pub warmup_time: Option<f64>,
-    pub cpus: Option<u32>,
-    pub context_switch: Option<f64>,
-    pub seed: Option<u64>,
     pub clients: Option<u32>,
     pub think: Option<String>,
     pub trace: Option<String>,
     pub classes: Option<Vec<ClassSpec>>,
+    pub bursts: Option<u32>,
+    pub io: Option<String>,
+    pub io_device: Option<String>,
+    pub allow_unstable: Option<bool>,
+    pub cpus: Option<u32>,
+    pub context_switch: Option<f64>,
+    pub runqueues: Option<String>,
+    pub placement: Option<String>,
+    pub choices: Option<u32>,
+    pub balancer: Option<String>,
+    pub balance_interval: Option<f64>,
+    pub balance_interval_max: Option<f64>,
+    pub imbalance: Option<f64>,
+    pub migration_cost: Option<f64>,
+    pub cache_hot: Option<f64>,
+    pub timeslice: Option<f64>,
+    pub start_pinned: Option<u32>,
+    pub boost: Option<String>,
+    pub boost_max: Option<f64>,
+    pub sleep_avg_max: Option<f64>,
+    pub seed: Option<u64>,
+    pub warmup: Option<u64>,
+    pub warmup_time: Option<f64>,
+    pub batches: Option<u32>,
     pub keep_jobs: Option<bool>,
     pub keep_schedule: Option<bool>,
-    pub allow_unstable: Option<bool>,
-    pub batches: Option<u32>,
+    pub load_sample: Option<f64>,
 }
 
 /// A spec key: its name (the same in the CLI, TOML files and Python), the section of an
-/// experiment file it belongs to, and its help text.
+/// experiment file it belongs to, the kind of value, and its help text.
 #[derive(Clone, Copy, Debug)]
 pub struct Key {
     pub name: &'static str,
     pub section: &'static str,
+    /// str, int, float, bool, dist, list (of numbers), table (params), classes.
+    pub kind: &'static str,
     pub help: &'static str,
 }
 
-const fn key(name: &'static str, section: &'static str, help: &'static str) -> Key {
+const fn key(
+    name: &'static str,
+    section: &'static str,
+    kind: &'static str,
+    help: &'static str,
+) -> Key {
     Key {
         name,
         section,
+        kind,
         help,
     }
 }
 
 /// Every spec key, in the order of the docs. A test checks it against the struct, so the docs
 /// and the validator cannot drift apart.
+#[rustfmt::skip]
 pub const KEYS: &[Key] = &[
-    key("policy", "policy", "scheduling policy (see `schedlab policies`); default fcfs"),
-    key("params", "policy", "policy parameters, e.g. {quantum = 10}"),
-    key("arrival", "workload", "inter-arrival time distribution of the open workload"),
-    key("load", "workload", "utilisation; Poisson arrivals at that load replace `arrival`"),
-    key("size", "workload", "job size (service demand) distribution; default exp:1"),
-    key("jobs", "workload", "measured jobs: arrivals stop after warmup + jobs, then the system drains"),
-    key("time", "workload", "stop at this simulated time"),
-    key("clients", "workload", "closed workload: number of clients, each thinks then submits one job"),
-    key("think", "workload", "closed workload: think-time distribution; default det:0"),
-    key("trace", "workload", "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task]"),
-    key("classes", "workload", "job classes: name, fraction, size, priority, tickets, weight, nice, deadline, clients"),
-    key("allow_unstable", "workload", "run an open system at load >= 1"),
-    key("cpus", "machine", "CPUs sharing one global queue; default 1"),
-    key("context_switch", "machine", "time a CPU spends switching to a different job; default 0"),
-    key("seed", "experiment", "random seed; same seed, same run; default 1"),
-    key("warmup", "experiment", "jobs discarded at the start (by arrival order)"),
-    key("warmup_time", "experiment", "jobs arriving before this time are discarded"),
-    key("batches", "experiment", "split the measured jobs into this many batches and report each batch's mean response (batch means)"),
-    key("keep_jobs", "output", "return the per-job table"),
-    key("keep_schedule", "output", "return every run segment (cpu, job, start, end)"),
+    key("policy", "policy", "str", "scheduling policy (see `schedlab policies`); default fcfs"),
+    key("params", "policy", "table", "policy parameters, e.g. {quantum = 10}"),
+    key("arrival", "workload", "dist", "inter-arrival time distribution of the open workload"),
+    key("load", "workload", "float", "utilisation per CPU; Poisson arrivals at that load replace `arrival`"),
+    key("size", "workload", "dist", "job size (CPU demand) distribution; default exp:1"),
+    key("jobs", "workload", "int", "measured jobs: arrivals stop after warmup + jobs, then the system drains"),
+    key("time", "workload", "float", "stop at this simulated time"),
+    key("clients", "workload", "int", "closed workload: number of clients (tasks), each thinks then submits one job"),
+    key("think", "workload", "dist", "closed workload: think-time distribution; default det:0"),
+    key("trace", "workload", "str", "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task]"),
+    key("classes", "workload", "classes", "job classes (see the class keys)"),
+    key("bursts", "workload", "int", "CPU bursts per job: the size is split evenly, with an I/O wait between bursts; default 1"),
+    key("io", "workload", "dist", "I/O wait between two bursts of a job"),
+    key("io_device", "workload", "str", "delay (every I/O waits its time) or fcfs (one device serves I/Os in turn); default delay"),
+    key("allow_unstable", "workload", "bool", "run an open system at load >= 1"),
+    key("cpus", "machine", "int", "number of CPUs; default 1"),
+    key("context_switch", "machine", "float", "time a CPU spends switching to a different job; default 0"),
+    key("runqueues", "machine", "str", "global (one queue for all CPUs) or per-cpu (one policy instance per CPU); default global"),
+    key("placement", "machine", "str", "per-cpu: where a new or waking task goes: rr, last, least-tasks, least-weight, least-tickets, random, pod, jsq; default rr"),
+    key("choices", "machine", "int", "placement pod: CPUs sampled (power of d choices); default 2"),
+    key("balancer", "machine", "str", "per-cpu load balancer: none, linux, windows, steal; default none"),
+    key("balance_interval", "machine", "float", "linux: shortest period between balancing passes of a CPU; steal: retry period of an idle CPU; default 4"),
+    key("balance_interval_max", "machine", "float", "linux: longest period, reached by doubling while balanced; default 128"),
+    key("imbalance", "machine", "float", "linux: balance when the busiest CPU has more than this times the load of this one; default 1.25"),
+    key("migration_cost", "machine", "float", "time a migrated job spends on its new CPU before doing work (cache refill); default 0"),
+    key("cache_hot", "machine", "float", "a job that ran on a CPU within this time is cache-hot there and moved last; default 0.5"),
+    key("timeslice", "machine", "float", "time-sharing slice owned by the task: replaces the policy's quantum, and a task keeps the rest of its slice across job boundaries"),
+    key("start_pinned", "machine", "int", "every task starts on this CPU (then balancing may move it)"),
+    key("boost", "machine", "str", "wake-up boosts of priority: none, windows (by I/O kind, decays a level per quantum) or linux26 (interactivity bonus); default none"),
+    key("boost_max", "machine", "float", "linux26: largest bonus in priority levels; default 5"),
+    key("sleep_avg_max", "machine", "float", "linux26: sleep average that earns the full bonus; default 1000"),
+    key("seed", "experiment", "int", "random seed; same seed, same run; default 1"),
+    key("warmup", "experiment", "int", "jobs discarded at the start (by arrival order)"),
+    key("warmup_time", "experiment", "float", "jobs arriving before this time are discarded"),
+    key("batches", "experiment", "int", "split the measured jobs into this many batches and report each batch's mean response (batch means)"),
+    key("keep_jobs", "output", "bool", "return the per-job table"),
+    key("keep_schedule", "output", "bool", "return every run segment (cpu, job, task, start, end)"),
+    key("load_sample", "output", "float", "return the runnable jobs of every CPU sampled at this period (a time series)"),
 ];
 
+#[rustfmt::skip]
 pub const CLASS_KEYS: &[(&str, &str)] = &[
     ("name", "label of the class; default its index"),
-    (
-        "fraction",
-        "share of arrivals (open workloads); default equal shares",
-    ),
-    (
-        "size",
-        "size distribution of this class; default the global size",
-    ),
+    ("fraction", "share of arrivals (open workloads), or of clients; default equal shares"),
+    ("size", "size distribution of this class; default the global size"),
     ("priority", "priority (lower runs first); default 0"),
     ("tickets", "lottery or stride tickets; default 1"),
     ("weight", "share weight (gps, cfs); default 1, or from nice"),
-    (
-        "nice",
-        "nice value -20..19, mapped to a weight by the kernel's table",
-    ),
+    ("nice", "nice value -20..19, mapped to a weight by the kernel's table"),
     ("deadline", "relative deadline (edf); default none"),
     ("clients", "closed workload: clients of this class"),
+    ("think", "think-time distribution of this class's clients; default the global think"),
+    ("bursts", "CPU bursts per job of this class; default the global bursts"),
+    ("io", "I/O wait between bursts for this class; default the global io"),
+    ("io_kind", "what the I/O waits for, for windows boosts: disk, network, keyboard, sound; default disk"),
+    ("affinity", "CPUs this class's tasks may run on, e.g. [0, 1]; default all"),
 ];
+
+/// I/O kinds and the priority levels a Windows-style boost grants on wake-up from them.
+pub const IO_KINDS: &[(&str, f64)] = &[("disk", 1.0), ("network", 2.0), ("keyboard", 6.0), ("sound", 8.0)];
 
 pub struct Class {
     pub name: String,
@@ -131,20 +183,53 @@ pub struct Class {
     pub tickets: f64,
     pub weight: f64,
     pub deadline: Option<f64>,
+    pub think: Dist,
+    pub bursts: u32,
+    pub io: Option<Dist>,
+    /// Windows boost levels on wake-up from this class's I/O.
+    pub io_boost: f64,
+    /// CPUs allowed (empty: all).
+    pub affinity: Vec<u32>,
 }
 
 pub enum Workload {
-    Open {
-        arrival: Dist,
-    },
+    Open { arrival: Dist },
     /// One entry per client: its class.
-    Closed {
-        clients: Vec<u32>,
-        think: Dist,
-    },
-    Trace {
-        rows: Vec<TraceRow>,
-    },
+    Closed { clients: Vec<u32> },
+    Trace { rows: Vec<TraceRow> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runqueues {
+    Global,
+    PerCpu,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoDevice {
+    Delay,
+    Fcfs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Boost {
+    None,
+    Windows,
+    Linux26 { max: f64, sleep_avg_max: f64 },
+}
+
+/// The machine: CPUs, their runqueues, placement and balancing.
+pub struct Machine {
+    pub cpus: usize,
+    pub context_switch: f64,
+    pub runqueues: Runqueues,
+    pub placement: Placement,
+    pub balancer: balance::Settings,
+    pub migration_cost: f64,
+    pub cache_hot: f64,
+    pub timeslice: Option<f64>,
+    pub start_pinned: Option<u32>,
+    pub boost: Boost,
 }
 
 pub struct Config {
@@ -152,15 +237,16 @@ pub struct Config {
     pub params: Params,
     pub workload: Workload,
     pub classes: Vec<Class>,
+    pub io_device: IoDevice,
     pub jobs: Option<u64>,
     pub time: Option<f64>,
     pub warmup: u64,
     pub warmup_time: f64,
-    pub cpus: usize,
-    pub context_switch: f64,
+    pub machine: Machine,
     pub seed: u64,
     pub keep_jobs: bool,
     pub keep_schedule: bool,
+    pub load_sample: Option<f64>,
     /// Batch means: measured jobs per batch (0: none).
     pub batch_size: u64,
     /// Offered load per CPU, where it is known in advance.
@@ -179,6 +265,26 @@ fn positive(key: &str, v: Option<f64>) -> Result<Option<f64>, SpecError> {
     match v {
         Some(x) if !(x > 0.0 && x.is_finite()) => Err(err(key, x, "a number > 0")),
         _ => Ok(v),
+    }
+}
+
+fn non_negative(key: &str, v: Option<f64>, default: f64) -> Result<f64, SpecError> {
+    match v {
+        Some(x) if !(x >= 0.0 && x.is_finite()) => Err(err(key, x, "a number >= 0")),
+        Some(x) => Ok(x),
+        None => Ok(default),
+    }
+}
+
+/// One of a fixed set of words.
+fn word<'a>(key: &str, v: &Option<String>, allowed: &[&'a str], default: &'a str) -> Result<&'a str, SpecError> {
+    match v {
+        None => Ok(default),
+        Some(text) => allowed
+            .iter()
+            .find(|w| w.eq_ignore_ascii_case(text))
+            .copied()
+            .ok_or_else(|| err(key, text, &format!("one of {}", allowed.join(", ")))),
     }
 }
 
@@ -205,26 +311,21 @@ impl SimSpec {
         // Build once here so parameter errors surface before any work.
         (info.build)(&params, 0)?;
 
-        let cpus = self.cpus.unwrap_or(1);
-        if cpus == 0 {
-            return Err(err("cpus", 0, "a whole number >= 1"));
-        }
-        let context_switch = self.context_switch.unwrap_or(0.0);
-        if !(context_switch >= 0.0 && context_switch.is_finite()) {
-            return Err(err("context_switch", context_switch, "a number >= 0"));
-        }
+        let machine = self.machine()?;
+        let cpus = machine.cpus;
         let time = positive("time", self.time)?;
-        let warmup_time = self.warmup_time.unwrap_or(0.0);
-        if warmup_time.is_nan() || warmup_time < 0.0 {
-            return Err(err("warmup_time", warmup_time, "a number >= 0"));
-        }
+        let warmup_time = non_negative("warmup_time", self.warmup_time, 0.0)?;
         if self.jobs == Some(0) {
             return Err(err("jobs", 0, "a whole number >= 1"));
         }
+        let io_device = match word("io_device", &self.io_device, &["delay", "fcfs"], "delay")? {
+            "fcfs" => IoDevice::Fcfs,
+            _ => IoDevice::Delay,
+        };
 
         let size_text = self.size.clone().unwrap_or_else(|| "exp:1".into());
         let global_size = Dist::parse("size", &size_text)?;
-        let classes = self.classes(&global_size)?;
+        let classes = self.classes(&global_size, cpus)?;
 
         let closed = self.clients.is_some() || classes_have_clients(&self.classes);
         let workload = if let Some(path) = &self.trace {
@@ -254,16 +355,16 @@ impl SimSpec {
                     "nothing: a closed workload (clients) has no arrival rate",
                 ));
             }
-            let think = Dist::parse("think", self.think.as_deref().unwrap_or("det:0"))?;
             Workload::Closed {
                 clients: self.client_classes(&classes)?,
-                think,
             }
         } else {
-            if self.think.is_some() {
+            let think_given = self.think.is_some()
+                || self.classes.iter().flatten().any(|c| c.think.is_some());
+            if think_given {
                 return Err(err(
                     "think",
-                    self.think.as_deref().unwrap_or(""),
+                    self.think.as_deref().unwrap_or("(in a class)"),
                     "clients as well (think time is for closed workloads)",
                 ));
             }
@@ -326,12 +427,9 @@ impl SimSpec {
                 "a number of jobs, or time, to stop the run",
             ));
         }
-        if offered_load.is_some_and(|r| r >= 1.0) && time.is_none() && self.jobs.is_none() {
-            return Err(err(
-                "time",
-                "(missing)",
-                "a stop time for an unstable system",
-            ));
+        let load_sample = positive("load_sample", self.load_sample)?;
+        if load_sample.is_some() && time.is_none() && self.jobs.is_none() {
+            return Err(err("load_sample", self.load_sample.unwrap_or(0.0), "a run that stops (jobs or time)"));
         }
 
         let batch_size = match (self.batches, self.jobs) {
@@ -354,17 +452,65 @@ impl SimSpec {
             params,
             workload,
             classes,
+            io_device,
             jobs: self.jobs,
             time,
             warmup: self.warmup.unwrap_or(0),
             warmup_time,
-            cpus: cpus as usize,
-            context_switch,
+            machine,
             seed: self.seed.unwrap_or(1),
             keep_jobs: self.keep_jobs.unwrap_or(false),
             keep_schedule: self.keep_schedule.unwrap_or(false),
+            load_sample,
             batch_size,
             offered_load,
+        })
+    }
+
+    fn machine(&self) -> Result<Machine, SpecError> {
+        let cpus = self.cpus.unwrap_or(1);
+        if cpus == 0 {
+            return Err(err("cpus", 0, "a whole number >= 1"));
+        }
+        let cpus = cpus as usize;
+        let runqueues = match word("runqueues", &self.runqueues, &["global", "per-cpu"], "global")? {
+            "per-cpu" => Runqueues::PerCpu,
+            _ => Runqueues::Global,
+        };
+        let per_cpu_only = |key: &str, given: bool| -> Result<(), SpecError> {
+            if given && runqueues == Runqueues::Global {
+                return Err(err(key, "(given)", "runqueues = per-cpu (one global queue needs no placement or balancing)"));
+            }
+            Ok(())
+        };
+        per_cpu_only("placement", self.placement.is_some())?;
+        per_cpu_only("balancer", self.balancer.is_some())?;
+        let placement = Placement::parse(self.placement.as_deref(), self.choices, cpus)?;
+        let balancer = balance::Settings::parse(self)?;
+        if let Some(c) = self.start_pinned {
+            if c as usize >= cpus {
+                return Err(err("start_pinned", c, &format!("a CPU index from 0 to {}", cpus - 1)));
+            }
+        }
+        let boost = match word("boost", &self.boost, &["none", "windows", "linux26"], "none")? {
+            "windows" => Boost::Windows,
+            "linux26" => Boost::Linux26 {
+                max: positive("boost_max", self.boost_max)?.unwrap_or(5.0),
+                sleep_avg_max: positive("sleep_avg_max", self.sleep_avg_max)?.unwrap_or(1000.0),
+            },
+            _ => Boost::None,
+        };
+        Ok(Machine {
+            cpus,
+            context_switch: non_negative("context_switch", self.context_switch, 0.0)?,
+            runqueues,
+            placement,
+            balancer,
+            migration_cost: non_negative("migration_cost", self.migration_cost, 0.0)?,
+            cache_hot: non_negative("cache_hot", self.cache_hot, 0.5)?,
+            timeslice: positive("timeslice", self.timeslice)?,
+            start_pinned: self.start_pinned,
+            boost,
         })
     }
 
@@ -377,11 +523,17 @@ impl SimSpec {
         }
     }
 
-    fn classes(&self, global_size: &Dist) -> Result<Vec<Class>, SpecError> {
+    fn classes(&self, global_size: &Dist, cpus: usize) -> Result<Vec<Class>, SpecError> {
         let specs = match &self.classes {
             Some(c) if !c.is_empty() => c.clone(),
             _ => vec![ClassSpec::default()],
         };
+        let global_think = Dist::parse("think", self.think.as_deref().unwrap_or("det:0"))?;
+        let global_io = self.io.as_deref().map(|t| Dist::parse("io", t)).transpose()?;
+        let global_bursts = self.bursts.unwrap_or(1);
+        if global_bursts == 0 {
+            return Err(err("bursts", 0, "a whole number >= 1"));
+        }
         let total: f64 = specs.iter().map(|c| c.fraction.unwrap_or(1.0)).sum();
         let mut cumulative = 0.0;
         let mut out = Vec::new();
@@ -423,6 +575,36 @@ impl SimSpec {
                     return Err(err(&key("deadline"), d, "a number > 0"));
                 }
             }
+            let think = match &c.think {
+                Some(t) => Dist::parse(&key("think"), t)?,
+                None => global_think.clone(),
+            };
+            let bursts = c.bursts.unwrap_or(global_bursts);
+            if bursts == 0 {
+                return Err(err(&key("bursts"), 0, "a whole number >= 1"));
+            }
+            let io = match &c.io {
+                Some(t) => Some(Dist::parse(&key("io"), t)?),
+                None => global_io.clone(),
+            };
+            if bursts > 1 && io.is_none() {
+                return Err(err("io", "(missing)", "an I/O wait distribution, since jobs have more than one burst"));
+            }
+            let io_boost = match &c.io_kind {
+                None => IO_KINDS[0].1,
+                Some(kind) => IO_KINDS
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(kind))
+                    .map(|(_, b)| *b)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = IO_KINDS.iter().map(|(k, _)| *k).collect();
+                        err(&key("io_kind"), kind, &format!("one of {}", names.join(", ")))
+                    })?,
+            };
+            let affinity = c.affinity.clone().unwrap_or_default();
+            if let Some(bad) = affinity.iter().find(|&&c| c as usize >= cpus) {
+                return Err(err(&key("affinity"), bad, &format!("CPU indices from 0 to {}", cpus - 1)));
+            }
             out.push(Class {
                 name: c.name.clone().unwrap_or_else(|| i.to_string()),
                 cumulative,
@@ -431,6 +613,11 @@ impl SimSpec {
                 tickets,
                 weight,
                 deadline: c.deadline,
+                think,
+                bursts,
+                io,
+                io_boost,
+                affinity,
             });
         }
         if let Some(last) = out.last_mut() {
@@ -502,22 +689,24 @@ fn mean_size(classes: &[Class]) -> f64 {
 mod tests {
     use super::*;
 
+    fn keys<T: Serialize>(v: &T) -> Vec<String> {
+        match serde_json::to_value(v).unwrap() {
+            serde_json::Value::Object(m) => m.keys().cloned().collect(),
+            _ => unreachable!(),
+        }
+    }
+
+    fn sorted(mut v: Vec<String>) -> Vec<String> {
+        v.sort();
+        v
+    }
+
     #[test]
     fn keys_list_matches_the_struct() {
-        fn keys<T: Serialize>(v: &T) -> Vec<String> {
-            match serde_json::to_value(v).unwrap() {
-                serde_json::Value::Object(m) => m.keys().cloned().collect(),
-                _ => unreachable!(),
-            }
-        }
-        fn documented(list: &[(&str, &str)]) -> Vec<String> {
-            let mut v: Vec<String> = list.iter().map(|(k, _)| k.to_string()).collect();
-            v.sort();
-            v
-        }
-        let names: Vec<(&str, &str)> = KEYS.iter().map(|k| (k.name, k.help)).collect();
-        assert_eq!(keys(&SimSpec::default()), documented(&names));
-        assert_eq!(keys(&ClassSpec::default()), documented(CLASS_KEYS));
+        let names = KEYS.iter().map(|k| k.name.to_string()).collect();
+        assert_eq!(keys(&SimSpec::default()), sorted(names));
+        let class_names = CLASS_KEYS.iter().map(|(k, _)| k.to_string()).collect();
+        assert_eq!(keys(&ClassSpec::default()), sorted(class_names));
     }
 
     #[test]
@@ -557,5 +746,28 @@ mod tests {
             _ => panic!("open Poisson expected"),
         }
         assert!((c.offered_load.unwrap() - 0.8).abs() < 1e-12);
+    }
+
+    #[test]
+    fn machine_words_are_checked_and_named() {
+        let base = SimSpec {
+            load: Some(0.5),
+            jobs: Some(1),
+            cpus: Some(2),
+            ..Default::default()
+        };
+        let e = SimSpec { runqueues: Some("shared".into()), ..base.clone() }.validate().err().unwrap();
+        assert_eq!((e.key.as_str(), e.value.as_str()), ("runqueues", "shared"));
+        assert!(e.allowed.contains("per-cpu"));
+        let e = SimSpec { balancer: Some("linux".into()), ..base.clone() }.validate().err().unwrap();
+        assert_eq!(e.key, "balancer");
+        assert!(e.allowed.contains("per-cpu"));
+        let per_cpu = SimSpec { runqueues: Some("per-cpu".into()), ..base };
+        let e = SimSpec { balancer: Some("bsd".into()), ..per_cpu.clone() }.validate().err().unwrap();
+        assert_eq!(e.key, "balancer");
+        let e = SimSpec { start_pinned: Some(2), ..per_cpu.clone() }.validate().err().unwrap();
+        assert_eq!(e.key, "start_pinned");
+        let e = SimSpec { placement: Some("pod".into()), choices: Some(3), ..per_cpu }.validate().err().unwrap();
+        assert_eq!(e.key, "choices");
     }
 }

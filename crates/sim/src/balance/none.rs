@@ -1,0 +1,7 @@
+//! No balancing: a task stays where placement put it.
+
+use super::Balancer;
+
+pub struct NoBalancer;
+
+impl Balancer for NoBalancer {}
