@@ -24,11 +24,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import REFERENCE, assert_conserved
-from scipy import stats
-
 import schedlab
+from conftest import REFERENCE, assert_conserved
 from schedlab import theory
+from scipy import stats
 
 POLICIES = ["fcfs", "ps", "srpt", "psjf", "sjf", "fb"]
 TOLERANCE = 0.02

@@ -55,7 +55,8 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
 
 def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
     arrival = theory.poisson_at_load(LOAD, SIZES[0])
-    configs = [(label, policy, params, size) for size in SIZES for label, policy, params in POLICIES]
+    configs = [(label, policy, params, size)
+               for size in SIZES for label, policy, params in POLICIES]
     warmup = max(jobs // 50, 1)
     tasks = [(c, r) for c in range(len(configs)) for r in range(replications)]
 
