@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from conftest import assert_conserved
-
 import schedlab
+from conftest import assert_conserved
 from schedlab.spec import policy_catalog
 
 POLICIES = [p["name"] for p in policy_catalog()]

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pytest
-
 import schedlab
 
 TICKETS = [30, 20, 10]

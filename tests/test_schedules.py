@@ -8,7 +8,6 @@ slice expires is queued ahead of the expired job.
 from __future__ import annotations
 
 import pytest
-
 import schedlab
 
 

@@ -5,7 +5,7 @@
     r.summary["response_mean"], r.jobs.head()
 """
 
-from schedlab import policies
+from schedlab import policies, theory
 from schedlab._core import SpecError
 from schedlab.api import simulate, validate
 from schedlab.results import Result

@@ -206,7 +206,7 @@ def cmd_policies(args: argparse.Namespace) -> int:
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from schedlab.quickstart import main as quickstart
 
-    return quickstart(jobs=args.jobs, seed=args.seed)
+    return quickstart(jobs=args.jobs, seed=args.seed, replications=args.replications)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -230,7 +230,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_policies)
     p = sub.add_parser("quickstart", help="FCFS, SJF, SRPT, PSJF, RR, PS at load 0.95, with theory")
-    p.add_argument("--jobs", type=int, default=1_000_000)
+    p.add_argument("--jobs", type=int, default=2_000_000, help="jobs per replication")
+    p.add_argument("--replications", type=int, default=6)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_quickstart)
     return parser

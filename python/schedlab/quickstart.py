@@ -1,12 +1,19 @@
 """`make run`: six policies on one CPU at load 0.95, deterministic and exponential service,
-with the closed form beside each measurement where one exists."""
+with the closed form beside each measurement where one exists.
+
+At load 0.95 successive response times are strongly correlated, so each cell is the mean of
+several independent replications with its 95% confidence interval (Student t); the seeds are
+shared across policies (common random numbers), so policy differences are not noise.
+"""
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 from rich.console import Console
 from rich.table import Table
+from scipy import stats
 
 from schedlab import theory
 from schedlab.api import simulate
@@ -25,8 +32,9 @@ SIZES = [f"det:{MEAN_SIZE:g}", f"exp:{MEAN_SIZE:g}"]
 QUANTILES = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)]
 
 
-def _theory(policy: str, arrival: str, size: str) -> dict[str, float | None]:
-    out: dict[str, float | None] = {"mean": theory.mean_response(policy, arrival, size)}
+def _theory(policy: str, params: dict, arrival: str, size: str) -> dict[str, float | None]:
+    # RR with a quantum has no closed form: theory returns None and the cell shows none.
+    out: dict[str, float | None] = {"mean": theory.mean_response(policy, arrival, size, **params)}
     # Quantiles have a closed form for M/M/1 FCFS only: the response is exponential.
     exact = policy == "fcfs" and size.startswith("exp:")
     lam, mu = 1 / float(arrival[4:]), 1 / float(size[4:])
@@ -35,31 +43,49 @@ def _theory(policy: str, arrival: str, size: str) -> dict[str, float | None]:
     return out
 
 
-def main(jobs: int = 1_000_000, seed: int = 1) -> int:
-    arrival = theory.poisson_at_load(LOAD, SIZES[0])
-    runs = [(label, policy, params, size) for size in SIZES for label, policy, params in POLICIES]
-    warmup = max(jobs // 50, 1)
+def mean_ci(values: list[float]) -> tuple[float, float]:
+    """Mean and half-width of its 95% confidence interval (Student t)."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, math.nan
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
 
-    def one(run: tuple) -> dict:
-        label, policy, params, size = run
+
+def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
+    arrival = theory.poisson_at_load(LOAD, SIZES[0])
+    configs = [(label, policy, params, size)
+               for size in SIZES for label, policy, params in POLICIES]
+    warmup = max(jobs // 50, 1)
+    tasks = [(c, r) for c in range(len(configs)) for r in range(replications)]
+
+    def one(task: tuple[int, int]) -> dict:
+        c, r = task
+        _label, policy, params, size = configs[c]
         return simulate(policy, arrival=arrival, size=size, jobs=jobs, warmup=warmup,
-                        seed=seed, keep_jobs=False, **params).summary
+                        seed=seed + r, keep_jobs=False, **params).summary
 
     # The core releases the GIL, so threads keep every core busy.
     with ThreadPoolExecutor() as pool:
-        summaries = list(pool.map(one, runs))
+        summaries = list(pool.map(one, tasks))
 
-    table = Table(title=f"One CPU, load {LOAD}, Poisson arrivals ({arrival}), {jobs:,} jobs "
-                  f"per run; theory in brackets where a closed form exists")
+    table = Table(title=f"One CPU, load {LOAD}, Poisson arrivals ({arrival}); {replications} "
+                  f"replications of {jobs:,} jobs per cell: mean ± 95% CI, "
+                  f"theory in brackets where a closed form exists")
     for col in ("service", "policy", "mean", "p50", "p95", "p99"):
         table.add_column(col, justify="left" if col in ("service", "policy") else "right")
-    for (label, policy, _params, size), s in zip(runs, summaries, strict=True):
-        th = _theory(policy, arrival, size)
+    for c, (label, policy, params, size) in enumerate(configs):
+        runs = summaries[c * replications:(c + 1) * replications]
+        th = _theory(policy, params, arrival, size)
+        mean, hw = mean_ci([s["response_mean"] for s in runs])
 
-        def cell(value: float, expected: float | None) -> str:
-            return f"{value:8.1f}" + (f" [{expected:.1f}]" if expected is not None else "")
+        def cell(value: float, expected: float | None, half_width: float | None = None) -> str:
+            text = f"{value:.1f}" + (f" ± {half_width:.1f}" if half_width is not None else "")
+            return text + (f" [{expected:.1f}]" if expected is not None else "")
 
-        table.add_row(size, label, cell(s["response_mean"], th["mean"]),
-                      *(cell(s[f"response_{q}"], th[q]) for q, _ in QUANTILES))
+        quantiles = [mean_ci([s[f"response_{q}"] for s in runs])[0] for q, _ in QUANTILES]
+        table.add_row(size, label, cell(mean, th["mean"], hw),
+                      *(cell(v, th[q]) for v, (q, _) in zip(quantiles, QUANTILES, strict=True)))
     Console().print(table)
     return 0
