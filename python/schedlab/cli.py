@@ -197,6 +197,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--replications", type=int, default=6)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_quickstart)
+    from schedlab.sweep import add_parsers as add_sweep_parsers  # run, report
+
+    add_sweep_parsers(sub)
     return parser
 
 
