@@ -7,8 +7,9 @@
 
 from schedlab import policies, theory
 from schedlab._core import SpecError
-from schedlab.api import simulate, validate
+from schedlab.api import load_results, run, simulate, validate
 from schedlab.results import Result
 
-__all__ = ["simulate", "validate", "policies", "theory", "Result", "SpecError"]
+__all__ = ["simulate", "validate", "run", "load_results", "policies", "theory", "Result",
+           "SpecError"]
 __version__ = "0.1.0"

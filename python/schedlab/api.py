@@ -30,3 +30,26 @@ def validate(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     spec = build_spec(policy, **kwargs)
     _core.validate(spec)
     return spec
+
+
+def run(experiment: Any, out: Any = None, *, workers: int | None = None,
+        dask: str | None = None, quick: bool = False, progress: bool | None = None) -> Any:
+    """Runs an experiment (a TOML file path or a dict of the same sections) and returns its
+    results, as `load_results` does. Resumes when `out` holds an interrupted sweep.
+
+        res = schedlab.run("experiments/rr-ps-fcfs/experiment.toml", out="results/rr", quick=True)
+        res.metric("response_mean")
+    """
+    from schedlab.sweep import load_results as _load
+    from schedlab.sweep import run as _run
+
+    return _load(_run(experiment, out=out, workers=workers, dask=dask, quick=quick,
+                      progress=progress))
+
+
+def load_results(directory: Any) -> Any:
+    """Tidy DataFrames of a results directory: `.summaries`, `.stats`, `.classes`, `.tasks`,
+    `.jobs`, `.schedule` (see `schedlab.sweep.Results`)."""
+    from schedlab.sweep import load_results as _load
+
+    return _load(directory)

@@ -234,6 +234,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--replications", type=int, default=6)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_quickstart)
+    from schedlab.sweep import add_parsers as add_sweep_parsers  # run, report
+
+    add_sweep_parsers(sub)
+    from schedlab.osrun.cli import add_commands as add_os_commands  # os
+
+    add_os_commands(sub)
     return parser
 
 

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 
 use schedlab_sim::SpecError;
 
+mod dispatch;
 mod sim;
 
 create_exception!(_core, SpecErrorPy, PyValueError);
@@ -27,5 +28,6 @@ pub(crate) fn spec_error(e: SpecError) -> PyErr {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SpecError", m.py().get_type::<SpecErrorPy>())?;
     sim::register(m)?;
+    dispatch::register(m)?;
     Ok(())
 }

@@ -1,0 +1,29 @@
+"""The launcher process of the os world: `python -I -S launcher.py PATH_TO_CORE_SO`.
+
+It reads a plan (JSON) on stdin, runs it with the Rust coordinator and writes the result (JSON)
+on stdout. It is started fresh for every run, in a new session, and loads only the native
+extension, straight from its file: importing the `schedlab` package would import numpy, whose
+thread pool would make this process multi-threaded, and the coordinator forks its workers,
+which is only safe from a single-threaded process. Nothing here may import numpy or pandas.
+"""
+
+import importlib.machinery
+import importlib.util
+import sys
+
+
+def main() -> int:
+    path = sys.argv[1]
+    loader = importlib.machinery.ExtensionFileLoader("schedlab._core", path)
+    spec = importlib.util.spec_from_file_location("schedlab._core", path, loader=loader)
+    core = importlib.util.module_from_spec(spec)
+    loader.exec_module(core)
+    plan = sys.stdin.read()
+    out = core.os_run(plan)
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,530 @@
+"""The os world's spec: simulator keys where the meaning is the same, os keys for the rest.
+
+`build_plan(spec)` checks a spec dict and spells out every task (one real process each) for the
+Rust coordinator. Errors name the key, the value and what is allowed (SpecError, exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from schedlab.spec import find_policy, spec_error
+
+KERNEL_POLICIES = ("other", "batch", "idle", "fifo", "rr", "deadline")
+
+# Keys shared with the simulator, with the same meaning.
+SHARED_KEYS: dict[str, str] = {
+    "policy": "a schedlab policy run by the user-space dispatcher (absent: the kernel schedules)",
+    "params": "policy parameters, e.g. {quantum = 10} (ms)",
+    "size": "CPU demand per job, a distribution in ms of the worker's own CPU time; default exp:1",
+    "jobs": "jobs in all, split evenly over the tasks (closed loops); or use time",
+    "time": "stop after this many ms: no new job starts, running ones are abandoned",
+    "warmup": "jobs discarded at the start (by arrival order)",
+    "warmup_time": "jobs arriving before this time (ms) are discarded",
+    "cpus": "CPUs to use: a count (the first N this process may use) or a list of CPU numbers",
+    "seed": "random seed of sizes, think and I/O times, lottery draws; default 1",
+    "clients": "closed workload: number of worker processes, each thinks then runs one job",
+    "think": "think time between a process's jobs, a distribution in ms; default none",
+    "classes": "task classes (see OS_CLASS_KEYS)",
+    "keep_jobs": "return the per-job table; default true",
+}
+
+# Keys of the os world only.
+OS_ONLY_KEYS: dict[str, str] = {
+    "world": "os (accepted so an experiment file's table can be passed as it is)",
+    "dispatcher": "kernel, or a schedlab policy name (the same as policy = NAME)",
+    "sched": "kernel policy: other, batch, idle, fifo, rr, deadline; default other",
+    "nice": "nice value -20..19 for other and batch",
+    "rtprio": "real-time priority 1..98 for fifo and rr",
+    "runtime": "SCHED_DEADLINE runtime (ms)",
+    "deadline": "SCHED_DEADLINE relative deadline (ms); the same key as edf's deadline",
+    "period": "SCHED_DEADLINE period (ms); default the deadline",
+    "affinity": "CPUs the tasks may run on: a list, or text like '0-1' or '0,2'",
+    "start_pinned": "CPUs the tasks are confined to from the start until release_after",
+    "release_after": "ms after the start at which pinned tasks get their full affinity",
+    "io": "I/O after each CPU burst: dsync:BYTES (O_DSYNC write) or sleep:DIST (blocking wait)",
+    "bursts": "CPU bursts per job (mixed work: bursts alternate with I/O); default 1",
+    "batch": "a batch of one-shot processes, one job each (10, 100, 1000...), instead of clients",
+    "rttime": "RLIMIT_RTTIME of fifo/rr workers (ms of CPU without blocking); default derived",
+    "hard_timeout": "kill every worker after this many ms; default derived from the work",
+    "sample": "placement sampling period (ms); 0 turns it off; default max(20, tasks / 2)",
+    "view": "dispatcher: global (one policy for all CPUs) or per_cpu (xv6-style); default global",
+    "balance": "dispatcher: none, or lag (tickets scaled by the CPU a task is owed); default none",
+    "enforce": "dispatcher: stop (SIGSTOP/SIGCONT, workers stay SCHED_OTHER) or fifo (the same, "
+               "and the workers run at SCHED_FIFO 1 so the chosen one beats foreign load); "
+               "default stop",
+    "job_counters": "read run-queue wait and migrations at every job's end; default true",
+    "io_dir": "directory for O_DSYNC files (a real file system); default /var/tmp",
+    "quiet_wait": "noise gate: wait up to this many ms for a quiet machine before starting; "
+                  "default 5000",
+    "noise_threshold": "noise gate: fraction of the CPUs used by others that flags a trial noisy; "
+                       "default 0.1",
+    "retry_noisy": "rerun a trial flagged noisy up to this many times; default 0",
+    "pretend_missing": "testing: counters to treat as absent (schedstat, sched)",
+}
+
+OS_KEYS: dict[str, str] = {**SHARED_KEYS, **OS_ONLY_KEYS}
+
+OS_CLASS_KEYS: dict[str, str] = {
+    "name": "label of the class; default its index",
+    "fraction": "share of the clients or batch given to this class; default equal",
+    "clients": "processes of this class (closed loops)",
+    "batch": "one-shot processes of this class",
+    "size": "CPU demand per job; default the global size",
+    "think": "think time; default the global think",
+    "priority": "priority for the priority/mlfq dispatcher (lower runs first); default 0",
+    "tickets": "lottery or stride tickets; default 1",
+    "weight": "share weight (entitlement under gps/cfs); default 1, or from nice",
+    "nice": "nice value (kernel policies other and batch)",
+    "sched": "kernel policy of this class",
+    "rtprio": "real-time priority (fifo, rr)",
+    "runtime": "SCHED_DEADLINE runtime (ms)",
+    "deadline": "SCHED_DEADLINE relative deadline (ms)",
+    "period": "SCHED_DEADLINE period (ms)",
+    "affinity": "CPUs of this class",
+    "start_pinned": "CPUs this class starts confined to",
+    "release_after": "ms until this class is released from start_pinned",
+    "io": "I/O of this class",
+    "bursts": "CPU bursts per job of this class",
+    "rttime": "RLIMIT_RTTIME of this class (ms)",
+}
+
+# Simulator keys the os world cannot honour, and why.
+NOT_IN_OS = {
+    "arrival": "the os world runs closed loops (clients, think) or a batch, not open arrivals",
+    "load": "the os world runs closed loops (clients, think) or a batch, not open arrivals",
+    "trace": "traces are not replayed on real processes yet",
+    "context_switch": "real context switches cost what they cost; they are measured",
+    "allow_unstable": "the os world has no open arrivals",
+    "keep_schedule": "the os world always returns the dispatcher's segments",
+}
+
+PER_CLASS_OS = ("sched", "nice", "rtprio", "runtime", "deadline", "period", "affinity",
+                "start_pinned", "release_after", "io", "bursts", "rttime", "think", "size")
+
+
+def _cpu_list(key: str, value: Any, allowed_cpus: list[int]) -> list[int]:
+    """A CPU list from [0, 1], 1, '0-1' or '0,2'."""
+    out: list[int] = []
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, int):
+            out = [value]
+        elif isinstance(value, str):
+            for part in value.split(","):
+                part = part.strip()
+                if "-" in part:
+                    lo, hi = part.split("-")
+                    out.extend(range(int(lo), int(hi) + 1))
+                elif part:
+                    out.append(int(part))
+        elif isinstance(value, list | tuple):
+            out = [int(v) for v in value]
+            if any(isinstance(v, bool) or int(v) != v for v in value):
+                raise ValueError
+        else:
+            raise ValueError
+    except ValueError:
+        raise spec_error(key, value, "a CPU list like [0, 1], '0-1' or '0,2'") from None
+    bad = [c for c in out if c not in allowed_cpus]
+    if not out or bad:
+        raise spec_error(key, value, f"CPUs from {allowed_cpus}")
+    return sorted(set(out))
+
+
+def _number(key: str, value: Any, lo: float | None = None, integer: bool = False,
+            allowed: str | None = None) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and integer and int(value) != value:
+        ok = False
+    if ok and lo is not None and value < lo:
+        ok = False
+    if not ok:
+        what = allowed or (("a whole number" if integer else "a number")
+                           + (f" >= {lo:g}" if lo is not None else ""))
+        raise spec_error(key, value, what)
+    return float(value)
+
+
+def _dist(key: str, value: Any) -> str:
+    from schedlab import _core
+
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = f"det:{value}"
+    if not isinstance(value, str):
+        raise spec_error(key, value, f"a distribution ({_core.DIST_SYNTAX})")
+    parsed = _core.parse_dist(value, key)
+    return str(parsed["written"])
+
+
+def _dist_mean(text: str) -> float:
+    from schedlab import _core
+
+    return float(_core.parse_dist(text, "dist")["mean"])
+
+
+def _io(key: str, value: Any) -> dict[str, Any] | None:
+    if value is None or value == "none":
+        return None
+    if isinstance(value, str) and ":" in value:
+        kind, _, rest = value.partition(":")
+        kind = kind.strip().lower()
+        if kind == "dsync":
+            try:
+                n = int(rest)
+            except ValueError:
+                n = -1
+            if n < 1:
+                raise spec_error(key, value, "dsync:BYTES with BYTES a whole number >= 1")
+            return {"dsync": n}
+        if kind == "sleep":
+            return {"sleep": _dist(key, rest)}
+    raise spec_error(key, value, "dsync:BYTES or sleep:DIST (e.g. sleep:det:4)")
+
+
+def usable_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def _split(n: int, fractions: list[float]) -> list[int]:
+    """n items over classes in proportion to fractions, as the simulator assigns clients."""
+    total = sum(fractions)
+    bounds, acc = [], 0.0
+    for f in fractions:
+        acc += f / total
+        bounds.append(acc)
+    counts = [0] * len(fractions)
+    for i in range(n):
+        u = (i + 0.5) / n
+        c = next((k for k, hi in enumerate(bounds) if u < hi), len(fractions) - 1)
+        counts[c] += 1
+    return counts
+
+
+def _dispatcher(spec: dict[str, Any]) -> str | None:
+    policy = spec.get("policy")
+    disp = spec.get("dispatcher")
+    if disp is not None and not isinstance(disp, str):
+        raise spec_error("dispatcher", disp, "kernel or a schedlab policy name")
+    if disp == "kernel":
+        if policy is not None and policy != "kernel":
+            raise spec_error("policy", policy, "nothing when dispatcher = kernel (the kernel "
+                             "policy is the key sched)")
+        return None
+    name = disp or policy
+    if name is None or name == "kernel":
+        return None
+    if policy is not None and disp is not None and policy != disp:
+        raise spec_error("dispatcher", disp, f"the same as policy ({policy}), or absent")
+    if str(name).lower() in KERNEL_POLICIES and str(name).lower() not in ("rr",):
+        raise spec_error("policy", name, "a schedlab policy; kernel policies go in the key sched")
+    return find_policy(str(name))["name"]
+
+
+def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Checks `spec` and returns (plan for the Rust coordinator, run options for Python)."""
+    if not isinstance(spec, dict):
+        raise spec_error("spec", spec, "a table of keys")
+    spec = dict(spec)
+    for key in spec:
+        if key in NOT_IN_OS:
+            raise spec_error(key, spec[key], f"nothing: {NOT_IN_OS[key]}")
+        if key not in OS_KEYS:
+            raise spec_error(key, spec[key], f"an os key: {', '.join(OS_KEYS)}")
+    if spec.get("world", "os") != "os":
+        raise spec_error("world", spec["world"], "os")
+    allowed = usable_cpus()
+    cpus_v = spec.get("cpus", len(allowed))
+    if isinstance(cpus_v, int) and not isinstance(cpus_v, bool):
+        if not 1 <= cpus_v <= len(allowed):
+            raise spec_error("cpus", cpus_v, f"1..{len(allowed)} (CPUs this process may use: "
+                             f"{allowed})")
+        cpus = allowed[:cpus_v]
+    else:
+        cpus = _cpu_list("cpus", cpus_v, allowed)
+    dispatcher = _dispatcher(spec)
+    params = dict(spec.get("params") or {})
+    if not isinstance(params, dict):
+        raise spec_error("params", params, "a table of policy parameters")
+    if dispatcher is None and params:
+        raise spec_error("params", params, "nothing under the kernel (params belong to a "
+                         "schedlab policy: set policy)")
+    if dispatcher is not None:
+        from schedlab.spec import _param_value
+
+        info = find_policy(dispatcher)
+        names = {p["name"] for p in info["params"]}
+        for k, v in params.items():
+            if k not in names:
+                raise spec_error(k, v, f"a parameter of policy {dispatcher}: "
+                                 f"{', '.join(sorted(names)) or 'none'}")
+        params = {k: _param_value(k, v) for k, v in params.items()}
+    for key in ("view", "balance", "enforce"):
+        if key in spec and dispatcher is None:
+            raise spec_error(key, spec[key], "nothing under the kernel: it is a dispatcher key")
+    view = spec.get("view", "global")
+    if view not in ("global", "per_cpu"):
+        raise spec_error("view", view, "global or per_cpu")
+    balance = spec.get("balance", "none")
+    if balance not in ("none", "lag"):
+        raise spec_error("balance", balance, "none or lag")
+    enforce = spec.get("enforce", "stop")
+    if enforce not in ("stop", "fifo"):
+        raise spec_error("enforce", enforce, "stop or fifo")
+    boost = enforce == "fifo"
+
+    seed = int(_number("seed", spec.get("seed", 1), lo=0, integer=True))
+    time_ = spec.get("time")
+    if time_ is not None:
+        time_ = _number("time", time_, lo=1e-9, allowed="a number > 0 (ms)")
+    jobs = spec.get("jobs")
+    if jobs is not None:
+        jobs = int(_number("jobs", jobs, lo=1, integer=True))
+    classes_in = spec.get("classes") or [{}]
+    if not isinstance(classes_in, list) or not all(isinstance(c, dict) for c in classes_in):
+        raise spec_error("classes", classes_in, "a list of tables")
+    for i, c in enumerate(classes_in):
+        for k in c:
+            if k not in OS_CLASS_KEYS:
+                raise spec_error(f"classes[{i}].{k}", c[k],
+                                 f"a class key: {', '.join(OS_CLASS_KEYS)}")
+
+    # How many processes of each class.
+    n_classes = len(classes_in)
+    has_clients = any("clients" in c for c in classes_in)
+    has_batch = any("batch" in c for c in classes_in)
+    if has_clients or has_batch:
+        for key in ("clients", "batch"):
+            if key in spec:
+                raise spec_error(key, spec[key], f"either {key} or classes[].clients/batch")
+        counts = [int(_number(f"classes[{i}].{'batch' if 'batch' in c else 'clients'}",
+                              c.get("batch", c.get("clients", 0)), lo=0, integer=True))
+                  for i, c in enumerate(classes_in)]
+        one_shot = ["batch" in c for c in classes_in]
+    else:
+        if "clients" in spec and "batch" in spec:
+            raise spec_error("batch", spec["batch"], "either clients or batch, not both")
+        key = "batch" if "batch" in spec else "clients"
+        if key not in spec:
+            raise spec_error("clients", "(missing)", "a number of worker processes (clients), "
+                             "or batch")
+        n = int(_number(key, spec[key], lo=1, integer=True))
+        fractions = [_number(f"classes[{i}].fraction", c.get("fraction", 1.0), lo=0)
+                     for i, c in enumerate(classes_in)]
+        counts = _split(n, fractions)
+        one_shot = [key == "batch"] * n_classes
+    if sum(counts) == 0:
+        raise spec_error("clients", 0, "at least one process")
+    if any(one_shot) and jobs is not None:
+        raise spec_error("jobs", jobs, "nothing with batch: each one-shot process runs one job")
+    if not all(one_shot) and jobs is None and time_ is None:
+        raise spec_error("jobs", "(missing)", "a number of jobs, or time, to end the run")
+
+    n_tasks = sum(counts)
+    global_think = spec.get("think")
+    tasks: list[dict[str, Any]] = []
+    class_names: list[str] = []
+    expected_cpu_ms = 0.0
+    rt_classes = False
+    kernel_weights: list[float] = []
+    rttime_of: dict[int, float | None] = {}
+    kernel_sched: list[dict[str, Any]] = []
+    for ci, c in enumerate(classes_in):
+        def get(k: str, default: Any = None, c: dict[str, Any] = c) -> Any:
+            return c[k] if k in c else spec.get(k, default)
+
+        def key(k: str, ci: int = ci, c: dict[str, Any] = c) -> str:
+            return f"classes[{ci}].{k}" if k in c else k
+
+        name = str(c.get("name", ci))
+        class_names.append(name)
+        size = _dist(key("size"), get("size", "exp:1"))
+        think = get("think", global_think)
+        think = _dist(key("think"), think) if think is not None else None
+        sched = get("sched", "other")
+        if sched not in KERNEL_POLICIES:
+            raise spec_error(key("sched"), sched, f"one of {', '.join(KERNEL_POLICIES)}")
+        rt_classes |= sched in ("fifo", "rr", "deadline")
+        if sched in ("fifo", "rr") and "rtprio" not in c and "rtprio" not in spec:
+            raise spec_error(key("rtprio"), "(missing)", "1..98 for fifo and rr")
+        nice = get("nice", 0)
+        weight = c.get("weight")
+        if sched not in ("other", "batch") and "nice" in c:
+            raise spec_error(key("nice"), nice, f"nothing for sched = {sched} (nice is for "
+                             "other and batch)")
+        nice = int(_number(key("nice"), nice, lo=-20, integer=True,
+                           allowed="a whole number from -20 to 19"))
+        if nice > 19:
+            raise spec_error(key("nice"), nice, "a whole number from -20 to 19")
+        if weight is not None and "nice" in c:
+            raise spec_error(key("nice"), nice, "either weight or nice, not both")
+        if weight is not None:
+            weight = _number(f"classes[{ci}].weight", weight, lo=1e-12, allowed="a number > 0")
+        else:
+            # As in the simulator: 1, or the kernel's weight of the nice value / 1024.
+            weight = NICE_WEIGHTS[nice + 20] / 1024 if ("nice" in c or "nice" in spec) else 1.0
+        kernel_weight = _kernel_weight(sched, nice)
+        sched_plan: dict[str, Any] = {"policy": sched, "nice": nice}
+        if sched in ("fifo", "rr"):
+            sched_plan["rtprio"] = int(_number(key("rtprio"), get("rtprio"), lo=1, integer=True,
+                                               allowed="1..98 for fifo and rr"))
+        if sched == "deadline":
+            for k in ("runtime", "deadline", "period"):
+                if get(k) is not None:
+                    sched_plan[k] = _number(key(k), get(k), lo=1e-6, allowed="a number > 0 (ms)")
+        affinity = get("affinity")
+        affinity = _cpu_list(key("affinity"), affinity, allowed) if affinity is not None else None
+        start = get("start_pinned")
+        start = _cpu_list(key("start_pinned"), start, allowed) if start is not None else None
+        release = get("release_after")
+        if release is not None:
+            if start is None:
+                raise spec_error(key("release_after"), release, "start_pinned as well")
+            release = _number(key("release_after"), release, lo=0, allowed="a number >= 0 (ms)")
+        elif start is not None:
+            raise spec_error(key("start_pinned"), start, "release_after as well (ms)")
+        io = _io(key("io"), get("io"))
+        bursts = int(_number(key("bursts"), get("bursts", 1), lo=1, integer=True))
+        rttime = get("rttime")
+        if rttime is not None:
+            rttime = _number(key("rttime"), rttime, lo=1, allowed="a number >= 1 (ms)")
+        rttime_of[ci] = rttime
+        tickets = _number(f"classes[{ci}].tickets", c.get("tickets", 1.0), lo=1e-12,
+                          allowed="a number > 0")
+        priority = _number(f"classes[{ci}].priority", c.get("priority", 0.0))
+        mean_size = _dist_mean(size)
+        for _ in range(counts[ci]):
+            t = len(tasks)
+            if one_shot[ci]:
+                n_jobs: int | None = 1
+            elif jobs is not None:
+                n_jobs = jobs // n_tasks + (1 if t < jobs % n_tasks else 0)
+                if n_jobs == 0:
+                    raise spec_error("jobs", jobs, f"at least one per process ({n_tasks})")
+            else:
+                n_jobs = None
+            demand = mean_size * (n_jobs if n_jobs is not None else 1)
+            if n_jobs is None and time_ is not None:
+                demand = time_
+            expected_cpu_ms += demand
+            rt_us = None
+            if sched in ("fifo", "rr"):
+                # Default: the task's whole expected demand may run without blocking, with
+                # margin; never more than the run can last.
+                rt_ms = rttime if rttime is not None else 2 * demand + 500
+                rt_us = int(rt_ms * 1000)
+            tasks.append({
+                "class": ci,
+                "sched": sched_plan,
+                "affinity": affinity,
+                "start_cpus": start,
+                "release_after": release,
+                "jobs": n_jobs,
+                "size": size,
+                "think": think,
+                "bursts": bursts,
+                "io": io,
+                "rttime_us": rt_us,
+                "tickets": tickets,
+                "priority": priority,
+                "weight": float(weight),
+                "seed": seed * 1_000_003 + t,
+            })
+            kernel_weights.append(kernel_weight)
+            kernel_sched.append(sched_plan)
+    if dispatcher is not None and rt_classes:
+        raise spec_error("sched", "fifo/rr/deadline", "other, batch or idle under a user-space "
+                         "dispatcher (enforce = fifo runs the chosen workers at SCHED_FIFO 1)")
+
+    # Bounds: a hard timeout from the work to do, unless given.
+    think_ms = sum(
+        (_dist_mean(t["think"]) if t["think"] else 0.0) * (t["jobs"] or 1) for t in tasks
+    )
+    io_ms = sum(
+        (_dist_mean(t["io"]["sleep"]) if t["io"] and "sleep" in t["io"] else 0.0)
+        * t["bursts"] * (t["jobs"] or 1) for t in tasks
+    )
+    if time_ is not None:
+        estimate = time_
+    else:
+        estimate = expected_cpu_ms / len(cpus) + (think_ms + io_ms) / max(1, n_tasks)
+    hard = spec.get("hard_timeout")
+    if hard is None:
+        hard = 3 * estimate + 10_000 + 5 * n_tasks
+        if any(t["io"] and "dsync" in t["io"] for t in tasks):
+            hard += 60_000
+    hard = _number("hard_timeout", hard, lo=1, allowed="a number > 0 (ms)")
+    if boost:
+        # enforce = fifo makes every worker an RT task: bound each one too.
+        for t in tasks:
+            t["rttime_us"] = int(1000 * (rttime_of.get(t["class"]) or hard))
+    # Each sample reads /proc/<pid>/stat of every task: keep its cost near 1% of a CPU.
+    sample = spec.get("sample", max(20.0, 0.5 * n_tasks))
+    sample = _number("sample", sample, lo=0, allowed="a number >= 0 (ms)")
+    io_dir = spec.get("io_dir", "/var/tmp")
+    if any(t["io"] and "dsync" in t["io"] for t in tasks) and not os.path.isdir(io_dir):
+        raise spec_error("io_dir", io_dir, "an existing directory")
+    job_counters = spec.get("job_counters", True)
+    if not isinstance(job_counters, bool):
+        raise spec_error("job_counters", job_counters, "true or false")
+    pretend = spec.get("pretend_missing", [])
+    if not isinstance(pretend, list) or any(p not in ("schedstat", "sched") for p in pretend):
+        raise spec_error("pretend_missing", pretend, "a list of schedstat, sched")
+
+    plan = {
+        "tasks": tasks,
+        "cpus": cpus,
+        "time": time_,
+        "hard_timeout": hard,
+        "sample": sample or None,
+        "io_dir": io_dir,
+        "job_counters": job_counters,
+        "pretend_missing": pretend,
+        "dispatcher": None if dispatcher is None else {
+            "policy": dispatcher,
+            "params": params,
+            "view": view,
+            "balance": balance,
+            "boost": boost,
+            "seed": seed,
+        },
+    }
+    options = {
+        "dispatcher": dispatcher,
+        "class_names": class_names,
+        "seed": seed,
+        "warmup": int(_number("warmup", spec.get("warmup", 0), lo=0, integer=True)),
+        "warmup_time": _number("warmup_time", spec.get("warmup_time", 0.0), lo=0),
+        "keep_jobs": bool(spec.get("keep_jobs", True)),
+        "quiet_wait": _number("quiet_wait", spec.get("quiet_wait", 5000), lo=0),
+        "noise_threshold": _number("noise_threshold", spec.get("noise_threshold", 0.1), lo=0),
+        "retry_noisy": int(_number("retry_noisy", spec.get("retry_noisy", 0), lo=0,
+                                   integer=True)),
+        "kernel_weights": kernel_weights,
+        "kernel_sched": kernel_sched,
+    }
+    return plan, options
+
+
+# The kernel's nice-to-weight table (kernel/sched/core.c sched_prio_to_weight), and the weight
+# of SCHED_IDLE tasks (WEIGHT_IDLEPRIO).
+NICE_WEIGHTS = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
+    9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277,
+    1024, 820, 655, 526, 423, 335, 272, 215, 172, 137,
+    110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+]
+WEIGHT_IDLEPRIO = 3
+
+
+def _kernel_weight(sched: str, nice: int) -> float:
+    """CFS weight of a task: from nice for other and batch, 3 for idle; NaN for RT (strict
+    priority: no proportional entitlement)."""
+    if sched in ("other", "batch"):
+        return float(NICE_WEIGHTS[nice + 20])
+    if sched == "idle":
+        return float(WEIGHT_IDLEPRIO)
+    return math.nan

@@ -1,0 +1,69 @@
+"""Confidence intervals: Student t across independent replications, batch means within one
+long run. Both give (mean, half-width) of a 95% interval by default."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float
+    half_width: float  # NaN when n < 2: one value gives no interval
+    n: int
+    std: float
+    method: str  # "replications", "batch means" or "single run"
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.half_width
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95,
+               method: str = "replications") -> Interval:
+    """Mean and Student-t half-width of i.i.d. values (replications with different seeds)."""
+    x = np.asarray([v for v in values if v is not None], dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n == 0:
+        return Interval(math.nan, math.nan, 0, math.nan, method)
+    mean = float(x.mean())
+    if n < 2:
+        return Interval(mean, math.nan, 1, math.nan, "single run")
+    std = float(x.std(ddof=1))
+    t = float(special.stdtrit(n - 1, 0.5 + confidence / 2))  # Student t quantile
+    return Interval(mean, t * std / math.sqrt(n), n, std, method)
+
+
+def batch_means(batch_values: Sequence[float], confidence: float = 0.95,
+                mean: float | None = None) -> Interval:
+    """Interval from the batch means of one long run (the simulator's `batches = B` key gives
+    summary["response_batch_means"]). Batches long compared with the correlation time are
+    nearly independent, so the t interval over them is valid; `mean` (the run's overall mean)
+    replaces the average of the batches when given."""
+    iv = t_interval(batch_values, confidence, method="batch means")
+    if mean is None or iv.n < 2:
+        return iv
+    return Interval(float(mean), iv.half_width, iv.n, iv.std, "batch means")
+
+
+def lag1_autocorrelation(values: Sequence[float]) -> float:
+    """Lag-1 autocorrelation of batch means: near 0 when batches are long enough."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 3:
+        return math.nan
+    d = x - x.mean()
+    denom = float(np.dot(d, d))
+    return float(np.dot(d[:-1], d[1:]) / denom) if denom > 0 else math.nan

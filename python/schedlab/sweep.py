@@ -1,0 +1,687 @@
+"""Sweeps: every sweep point x policy x replication of an experiment, run in a local process
+pool or on a Dask cluster, stored so that an interrupted sweep resumes where it stopped.
+
+Layout of a results directory:
+
+    manifest.json          the experiment as resolved, every run with its id and status
+    runs/<id>.json         one finished run: summary, class and task tables (written last:
+                           its presence is what "done" means)
+    runs/<id>.jobs.parquet, runs/<id>.schedule.parquet   per-job table and run segments
+    summaries.parquet      one row per point x policy x replication (deterministic bytes)
+    stats.parquet          mean and confidence interval of every metric, with theory
+    classes.parquet, tasks.parquet   per-class and per-task tables of every run
+    timing.parquet         wall-clock timing of each run (kept apart: it differs every time)
+
+A run's id is a hash of its world, flat spec and seed, so reruns, resumed sweeps and edited
+experiments reuse every run whose inputs did not change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab import experiment as ex
+from schedlab._core import SpecError
+from schedlab.results import environment, json_safe, write_table
+from schedlab.spec import find_policy, spec_error
+from schedlab.stats import batch_means
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+RUNS = "runs"
+MANIFEST_EVERY = 1.0  # seconds between manifest rewrites while running
+KEY_COLUMNS = ["world", "point", "label", "policy", "replication", "seed", "run"]
+
+
+class SweepFailed(RuntimeError):
+    """Some runs raised; the others are stored and a rerun retries only the failed ones."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------------
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Atomic: a temporary file in the same directory, then rename. A reader, or a sweep
+    resumed after kill -9, sees the whole file or none of it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f, default=_json_default)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _json_default(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return str(v)
+
+
+def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if df is None or df.empty:
+        return []
+    cols = [str(c) for c in df.columns]  # plain tuples: a fraction of pandas' to_dict cost
+    return [dict(zip(cols, row, strict=True)) for row in df.itertuples(index=False, name=None)]
+
+
+def _sample(jobs: pd.DataFrame, rows: int) -> pd.DataFrame:
+    """An even systematic sample in arrival order: unbiased for CDFs and per-size means."""
+    if rows <= 0 or len(jobs) <= rows:
+        return jobs
+    idx = np.linspace(0, len(jobs) - 1, rows).round().astype(np.int64)
+    return jobs.iloc[np.unique(idx)].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# One run, in a worker
+# ---------------------------------------------------------------------------------------------
+
+_RUNNERS: dict[str, Any] = {}
+
+
+def execute(task: dict[str, Any]) -> dict[str, Any]:
+    """Runs one task and stores it; returns its timing. Picklable by reference, so the same
+    function serves the process pool and Dask workers (which must share the directory)."""
+    start_wall, t0, c0 = time.time(), time.perf_counter(), time.process_time()
+    world, module = task["world"], task["module"]
+    if module not in _RUNNERS:
+        _RUNNERS[module] = ex.world_runner(world, module)
+    result = _RUNNERS[module](**task["spec"], keep_jobs=task["jobs"],
+                             keep_schedule=task["schedule"] or None)
+    t1, c1 = time.perf_counter(), time.process_time()
+    runs = Path(task["dir"])
+    rid = task["id"]
+    files = {}
+    if task["jobs"]:
+        write_table(_sample(result.jobs, task["job_rows"]), runs / f"{rid}.jobs.parquet")
+        files["jobs"] = f"{rid}.jobs.parquet"
+    if task["schedule"]:
+        write_table(result.schedule, runs / f"{rid}.schedule.parquet")
+        files["schedule"] = f"{rid}.schedule.parquet"
+    t2 = time.perf_counter()
+    timing = {"compute": t1 - t0, "compute_cpu": c1 - c0, "store": t2 - t1,
+              "worker": os.getpid(),
+              "start": start_wall, "end": time.time()}
+    record = {"format": FORMAT, "id": rid, "world": world, "spec": task["spec"],
+              "summary": result.summary, "classes": _records(result.classes),
+              "tasks": _records(result.tasks), "files": files, "jobs_total": int(len(result.jobs)),
+              "environment": getattr(result, "environment", {}), "timing": timing}
+    # Written last: the record is what marks the run as done.
+    write_json(runs / f"{rid}.json", record)
+    timing["store"] = time.perf_counter() - t1
+    return {"id": rid, **timing}
+
+
+def execute_chunk(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Several runs in one task: fewer round trips to the parent, so short runs keep the cores
+    busy. Each run is still stored on its own, so a kill loses at most the runs in flight; a
+    run that raises is reported and the others go on."""
+    out = []
+    for task in tasks:
+        try:
+            out.append(execute(task))
+        except Exception as e:
+            out.append({"id": task["id"], "error": f"{type(e).__name__}: {e}"})
+    return out
+
+
+MAX_CHUNK = 25
+
+
+def chunks(tasks: list[dict[str, Any]], workers: int) -> list[list[dict[str, Any]]]:
+    """Guided chunking: big chunks first (few round trips while there is plenty of work),
+    single runs at the end (no core idles long at the tail). Tasks are dealt round robin
+    across the sweep first, so a chunk mixes points and policies and chunks cost alike."""
+    stride = max(1, math.isqrt(len(tasks)))
+    order = [t for i in range(stride) for t in tasks[i::stride]]
+    out, i = [], 0
+    while i < len(order):
+        size = max(1, min(MAX_CHUNK, (len(order) - i) // (workers * 4)))
+        out.append(order[i:i + size])
+        i += size
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning and resuming
+# ---------------------------------------------------------------------------------------------
+
+
+def _wants(policy: bool | str, replication: int) -> bool:
+    return policy is True or (policy == "first" and replication == 0)
+
+
+def plan(exp: ex.Experiment, runs_dir: Path) -> list[dict[str, Any]]:
+    cfg = exp.config.experiment
+    tasks = []
+    for r in exp.unique_runs():
+        tasks.append({"id": r.id, "world": r.world, "module": ex.world_module(r.world),
+                      "spec": r.spec, "dir": str(runs_dir),
+                      "jobs": _wants(cfg.keep_jobs, r.replication),
+                      "schedule": _wants(cfg.keep_schedule, r.replication),
+                      "job_rows": cfg.job_rows})
+    return tasks
+
+
+def _complete(runs_dir: Path, task: dict[str, Any]) -> bool:
+    """Done only if the record exists and every file this sweep wants of it exists."""
+    rec = runs_dir / f"{task['id']}.json"
+    if not rec.exists():
+        return False
+    for kind in ("jobs", "schedule"):
+        if task[kind] and not (runs_dir / f"{task['id']}.{kind}.parquet").exists():
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[int]:
+    """One sweep at a time per directory. The kernel drops the lock when the process dies,
+    kill -9 included, so a resumed sweep never finds a stale lock."""
+    fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise spec_error("out", str(out), "a directory no other sweep is writing") from None
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _worker_init(lock_fd: int) -> None:
+    # A forked worker's copy of the lock descriptor would keep the directory locked if the
+    # parent died first; the parent's own descriptor holds the lock.
+    with contextlib.suppress(OSError):
+        os.close(lock_fd)
+
+
+def default_out(exp: ex.Experiment) -> Path:
+    return Path("results") / (exp.name + ("-quick" if exp.quick else ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _State:
+    out: Path
+    exp: ex.Experiment
+    status: dict[str, str]
+    errors: dict[str, str] = field(default_factory=dict)
+    started: float = field(default_factory=time.time)
+    last_write: float = 0.0
+    _static: dict[str, Any] | None = None
+
+    def manifest(self, state: str) -> dict[str, Any]:
+        exp = self.exp
+        if self._static is None:  # built once: rewriting the manifest stays cheap
+            self._static = json_safe({
+                "format": FORMAT, "name": exp.name, "worlds": exp.worlds,
+                "source": exp.source, "quick": exp.quick, "experiment": exp.raw,
+                "sweep_keys": exp.sweep_keys, "labels": exp.labels, "points": exp.points,
+                "replications": exp.replications, "environment": environment(),
+                "runs": [{"id": r.id, "point": r.point, "label": r.label, "policy": r.policy,
+                          "replication": r.replication, "seed": r.seed, "world": r.world,
+                          "status": "", "spec": r.spec} for r in exp.runs]})
+        for run in self._static["runs"]:
+            run["status"] = self.status[run["id"]]
+        counts = {s: sum(1 for v in self.status.values() if v == s)
+                  for s in ("done", "pending", "failed")}
+        return {**self._static, "status": state, "counts": counts, "errors": self.errors,
+                "started": self.started, "updated": time.time()}
+
+    def write(self, state: str, force: bool = True) -> None:
+        now = time.monotonic()
+        if force or now - self.last_write >= MANIFEST_EVERY:
+            write_json(self.out / MANIFEST, self.manifest(state))
+            self.last_write = now
+
+
+def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
+        workers: int | None = None, dask: str | None = None, quick: bool = False,
+        progress: bool | None = None) -> Path:
+    """Runs (or resumes) an experiment; returns the results directory.
+
+    Validates everything before writing anything: a bad file raises SpecError naming the key.
+    """
+    exp = ex.load(source, quick=quick)
+    out_dir = Path(out) if out is not None else default_out(exp)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise spec_error("out", str(out_dir), "a directory")
+    if workers is not None and workers < 1:
+        raise spec_error("workers", workers, "a number of workers >= 1")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs_dir = out_dir / RUNS
+    runs_dir.mkdir(exist_ok=True)
+    with _locked(out_dir) as lock_fd:
+        for tmp in runs_dir.glob(".*.tmp"):  # halves of files whose writer was killed
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        tasks = plan(exp, runs_dir)
+        status = {t["id"]: ("done" if _complete(runs_dir, t) else "pending") for t in tasks}
+        state = _State(out_dir, exp, status)
+        state.write("running")
+        pending = [t for t in tasks if status[t["id"]] != "done"]
+        if progress is None:
+            progress = sys.stderr.isatty()
+        timings: list[dict[str, Any]] = []
+        if pending:
+            if dask:
+                _run_dask(pending, dask, state, progress, timings)
+            else:
+                if workers is None:
+                    # Real worlds measure the machine: one run at a time unless told otherwise.
+                    real = any(w != "sim" for w in exp.worlds)
+                    workers = 1 if real else (os.cpu_count() or 1)
+                _run_local(pending, workers, state, progress, timings, lock_fd)
+        if state.errors:
+            state.write("failed")
+            first = next(iter(state.errors.values()))
+            raise SweepFailed(f"{len(state.errors)} of {len(tasks)} runs failed; rerun to retry "
+                              f"them. First error: {first}")
+        combine(out_dir, exp)
+        state.write("complete")
+    return out_dir
+
+
+def _progress_bar(total: int, enabled: bool, what: str) -> Any:
+    if not enabled:
+        return contextlib.nullcontext(None)
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(TextColumn(f"[bold]{what}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                    console=Console(stderr=True), transient=False)
+
+
+def _finished(state: _State, chunk: list[dict[str, Any]], fut: Future | Any,
+              timings: list) -> int:
+    """Records a finished chunk; returns how many runs it held."""
+    try:
+        results = fut.result()
+    except Exception as e:  # the worker died: every run of the chunk failed
+        results = [{"id": t["id"], "error": f"{type(e).__name__}: {e}"} for t in chunk]
+    for r in results:
+        if r.get("error"):
+            state.status[r["id"]] = "failed"
+            state.errors[r["id"]] = r["error"]
+        else:
+            state.status[r["id"]] = "done"
+            timings.append(r)
+    return len(chunk)
+
+
+def _run_local(pending: list[dict[str, Any]], workers: int, state: _State, progress: bool,
+               timings: list, lock_fd: int) -> None:
+    import multiprocessing as mp
+
+    # fork where there is one: workers start in milliseconds with schedlab already imported,
+    # and a script that calls schedlab.run() needs no `if __name__ == "__main__"` guard. The
+    # pool forks every worker at the first submit, before the progress bar starts its thread.
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    workers = max(1, min(workers, len(pending)))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+                             initializer=_worker_init, initargs=(lock_fd,)) as pool:
+        futures = {pool.submit(execute_chunk, c): c for c in chunks(pending, workers)}
+        try:
+            with _progress_bar(len(pending), progress, state.exp.name) as bar:
+                bar_task = bar.add_task("runs", total=len(pending)) if bar else None
+                remaining = set(futures)
+                while remaining:
+                    done, remaining = wait(remaining, timeout=MANIFEST_EVERY,
+                                           return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        n = _finished(state, futures[fut], fut, timings)
+                        if bar:
+                            bar.advance(bar_task, n)
+                    state.write("running", force=False)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            state.write("interrupted")
+            raise
+
+
+def _run_dask(pending: list[dict[str, Any]], address: str, state: _State, progress: bool,
+              timings: list) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError as e:
+        raise spec_error("dask", address, f"dask.distributed installed ({e})") from None
+    try:
+        client = Client(address, timeout="10s")  # as_completed needs it as the default
+    except (OSError, TimeoutError, ValueError) as e:
+        raise spec_error("dask", address, f"the address of a reachable Dask scheduler ({e})") \
+            from None
+    try:
+        nworkers = max(1, len(client.scheduler_info().get("workers", {})))
+        parts = chunks(pending, nworkers)
+        futures = client.map(execute_chunk, parts, pure=False,
+                             key=[f"schedlab-{c[0]['id']}-{len(c)}" for c in parts])
+        by_key = {f.key: c for f, c in zip(futures, parts, strict=True)}
+        with _progress_bar(len(pending), progress, state.exp.name) as bar:
+            bar_task = bar.add_task("runs", total=len(pending)) if bar else None
+            for fut in as_completed(futures):
+                n = _finished(state, by_key[fut.key], fut, timings)
+                if bar:
+                    bar.advance(bar_task, n)
+                state.write("running", force=False)
+    except BaseException:
+        state.write("interrupted")
+        raise
+    finally:
+        client.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Combining: summaries, statistics, theory
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_record(runs_dir: Path, rid: str) -> dict[str, Any]:
+    with open(runs_dir / f"{rid}.json") as f:
+        return json.load(f)
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, dict):
+        return json.dumps(v, sort_keys=True)
+    return v
+
+
+def combine(out: Path, exp: ex.Experiment) -> None:
+    """Writes the combined tables from the stored runs. The bytes depend only on the runs'
+    inputs and results (rows in experiment order, no wall-clock values), so an interrupted and
+    resumed sweep writes the same files as an uninterrupted one."""
+    runs_dir = out / RUNS
+    records = {r.id: _read_record(runs_dir, r.id) for r in exp.unique_runs()}
+    rows, class_rows, task_rows, timing_rows = [], [], [], []
+    for r in exp.runs:
+        rec = records[r.id]
+        key = {"world": r.world, "point": r.point, **r.coords, "label": r.label,
+               "policy": r.policy, "replication": r.replication, "seed": r.seed, "run": r.id}
+        row = dict(key)
+        for k, v in rec["summary"].items():
+            if k not in row:
+                row[k] = _cell(v)
+        rows.append(row)
+        for c in rec.get("classes", []):
+            class_rows.append({**key, **{k: _cell(v) for k, v in c.items()}})
+        for t in rec.get("tasks", []):
+            task_rows.append({**key, **{k: _cell(v) for k, v in t.items()}})
+    for rid, rec in records.items():
+        timing_rows.append({"run": rid, **rec.get("timing", {})})
+    summaries = pd.DataFrame(rows)
+    write_table(summaries, out / "summaries.parquet")
+    write_table(pd.DataFrame(class_rows), out / "classes.parquet")
+    write_table(pd.DataFrame(task_rows), out / "tasks.parquet")
+    write_table(statistics(summaries, exp), out / "stats.parquet")
+    write_table(pd.DataFrame(timing_rows), out / "timing.parquet")
+
+
+NOT_METRICS = {"point", "replication", "seed", "cpus"}
+
+
+def metric_columns(summaries: pd.DataFrame, exp_keys: list[str]) -> list[str]:
+    skip = set(KEY_COLUMNS) | set(exp_keys) | NOT_METRICS
+    out = []
+    for c in summaries.columns:
+        if c in skip:
+            continue
+        if pd.api.types.is_numeric_dtype(summaries[c]) and not pd.api.types.is_bool_dtype(
+                summaries[c]):
+            out.append(c)
+    return out
+
+
+def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
+    """Mean and confidence interval of every metric per world, point and policy, in long form;
+    theory beside response_mean where a closed form exists. Vectorised over groups: a sweep of
+    thousands of runs is combined in a fraction of a second."""
+    from scipy import special
+
+    conf = float(exp.config.experiment.confidence)
+    metrics = metric_columns(summaries, exp.sweep_keys)
+    spec_of = {(r.point, r.label): r.spec for r in exp.runs}
+    keys = ["world", "point", "label"]
+    grouped = summaries.groupby(keys, sort=False)
+    firsts = grouped.first().reset_index()
+    values = grouped[metrics]
+    n = values.count().to_numpy()
+    mean = values.mean().to_numpy()
+    std = values.std(ddof=1).to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = special.stdtrit(np.maximum(n - 1, 1), 0.5 + conf / 2)
+        half = np.where(n >= 2, t * std / np.sqrt(n), np.nan)
+    method = np.where(n >= 2, "replications", "single run").astype(object)
+    theory = np.full(len(firsts), np.nan)
+    for i, row in firsts.iterrows():
+        th = theory_for(spec_of[(row["point"], row["label"])])
+        theory[i] = np.nan if th is None else th
+    if "response_mean" in metrics and "response_batch_means" in firsts:
+        j = metrics.index("response_mean")
+        for i, bm in enumerate(firsts["response_batch_means"]):
+            if n[i, j] == 1 and bm is not None and len(bm) >= 2:
+                iv = batch_means(list(bm), conf, mean=float(mean[i, j]))
+                half[i, j], std[i, j], n[i, j], method[i, j] = (iv.half_width, iv.std, iv.n,
+                                                                  iv.method)
+    out = []
+    cols = ["world", "point", *exp.sweep_keys, "label", "policy"]
+    for i, row in firsts.iterrows():
+        key = {c: row[c] for c in cols}
+        for j, m in enumerate(metrics):
+            out.append({**key, "metric": m, "n": int(n[i, j]), "mean": float(mean[i, j]),
+                        "std": float(std[i, j]), "half_width": float(half[i, j]),
+                        "ci_low": float(mean[i, j] - half[i, j]),
+                        "ci_high": float(mean[i, j] + half[i, j]), "method": method[i, j],
+                        "theory": theory[i] if m == "response_mean" else math.nan})
+    return pd.DataFrame(out)
+
+
+# Keys the closed forms account for; any other key (classes, traces, closed clients, switch
+# costs, per-CPU runqueues, ...) means the formula does not describe the run.
+THEORY_KEYS = {"policy", "arrival", "load", "size", "jobs", "time", "warmup", "warmup_time",
+               "cpus", "seed", "batches", "allow_unstable", "keep_jobs", "keep_schedule"}
+
+
+def theory_for(spec: dict[str, Any]) -> float | None:
+    """The closed-form mean response time of a flat sim spec, or None."""
+    from schedlab import theory
+
+    try:
+        info = find_policy(spec["policy"])
+    except (SpecError, KeyError):
+        return None
+    names = {p["name"]: p for p in info["params"]}
+    extra = set(spec) - THEORY_KEYS - set(names)
+    if extra or spec.get("context_switch"):
+        return None
+    params: dict[str, Any] = {}
+    for name, p in names.items():  # the engine's defaults count: RR's default quantum is 10
+        if name in spec:
+            params[name] = spec[name]
+        else:
+            with contextlib.suppress(ValueError):
+                params[name] = float(p["default"])
+            if p["default"] in ("true", "false"):
+                params[name] = p["default"] == "true"
+    size = spec.get("size", "exp:1")
+    if isinstance(size, int | float):
+        size = f"det:{size}"
+    cpus = int(spec.get("cpus", 1))
+    try:
+        arrival = spec.get("arrival")
+        if arrival is None:
+            if spec.get("load") is None:
+                return None
+            arrival = theory.poisson_at_load(float(spec["load"]), size, cpus=cpus)
+        return theory.mean_response(info["name"], arrival, size, cpus=cpus, **params)
+    except (ValueError, SpecError, TypeError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    """A results directory as tidy DataFrames.
+
+    `summaries`: one row per world x point x policy x replication, sweep keys as columns named
+    by their path (`workload.load`); `stats`: mean and CI per metric (long form) with theory;
+    `classes`, `tasks`: per-class and per-task rows with the same keys; `jobs`, `schedule`:
+    stored per-job rows and run segments, keyed by `run` (join with `summaries` on `run`).
+    """
+
+    dir: Path
+    manifest: dict[str, Any]
+    summaries: pd.DataFrame
+    stats: pd.DataFrame
+    classes: pd.DataFrame
+    tasks: pd.DataFrame
+    timing: pd.DataFrame
+
+    @property
+    def sweep_keys(self) -> list[str]:
+        return list(self.manifest.get("sweep_keys", []))
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.manifest.get("labels", []))
+
+    def _stored(self, kind: str) -> pd.DataFrame:
+        frames = []
+        runs_dir = self.dir / RUNS
+        keys = self.summaries.drop_duplicates("run").set_index("run")
+        for rid in keys.index:
+            path = runs_dir / f"{rid}.{kind}.parquet"
+            if path.exists():
+                df = pd.read_parquet(path)
+                row = keys.loc[rid]
+                for col in ("replication", "policy", "label", "world"):
+                    df.insert(0, col, row[col])
+                df.insert(0, "run", rid)
+                frames.append(df)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    @cached_property
+    def jobs(self) -> pd.DataFrame:
+        return self._stored("jobs")
+
+    @cached_property
+    def schedule(self) -> pd.DataFrame:
+        return self._stored("schedule")
+
+    def run_table(self, run: str, kind: str) -> pd.DataFrame | None:
+        path = self.dir / RUNS / f"{run}.{kind}.parquet"
+        return pd.read_parquet(path) if path.exists() else None
+
+    def metric(self, name: str) -> pd.DataFrame:
+        """The stats rows of one metric (mean, CI, theory) per world, point and policy."""
+        return self.stats[self.stats.metric == name].reset_index(drop=True)
+
+
+def load_results(directory: str | Path) -> Results:
+    """Reads a results directory written by `schedlab run`."""
+    d = Path(directory)
+    path = d / MANIFEST
+    if not path.exists():
+        raise spec_error("results", str(d), "a directory written by `schedlab run` (no "
+                         "manifest.json)")
+    with open(path) as f:
+        manifest = json.load(f)
+    if manifest.get("status") != "complete" or not (d / "summaries.parquet").exists():
+        counts = manifest.get("counts", {})
+        raise spec_error("results", str(d), "a finished sweep (this one has "
+                         f"{counts.get('done', 0)} of {len(set(r['id'] for r in manifest['runs']))}"
+                         " runs done; rerun `schedlab run` to finish it)")
+
+    def read(name: str) -> pd.DataFrame:
+        p = d / name
+        return pd.read_parquet(p) if p.exists() and p.stat().st_size else pd.DataFrame()
+
+    return Results(d, manifest, read("summaries.parquet"), read("stats.parquet"),
+                   read("classes.parquet"), read("tasks.parquet"), read("timing.parquet"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line: `schedlab run` and `schedlab report`
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_run(args: Any) -> int:
+    try:
+        out = run(args.file, out=args.out, workers=args.workers, dask=args.dask,
+                  quick=args.quick)
+    except SweepFailed as e:
+        print(f"schedlab: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("schedlab: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+    print(out)
+    return 0
+
+
+def cmd_report(args: Any) -> int:
+    from schedlab.report import make_report
+
+    html = make_report(args.dir, html=args.html)
+    print(html)
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """Registers `run` and `report` on the `schedlab` command's subparsers."""
+    p = sub.add_parser("run", help="run an experiment file: every sweep point x policy x "
+                       "replication (resumes an interrupted sweep)")
+    p.add_argument("file", help="experiment file (TOML), e.g. experiments/rr-ps-fcfs/"
+                   "experiment.toml")
+    p.add_argument("--out", help="results directory; default results/NAME (NAME-quick)")
+    p.add_argument("--workers", type=int, help="local worker processes; default every core "
+                   "(sim), 1 (server and os worlds, which measure the machine)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler instead "
+                   "(workers must see the results directory)")
+    p.add_argument("--quick", action="store_true", help="scaled down for CI and demos "
+                   "([quick] tables of the file, else generic scaling)")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("report", help="plots and one self-contained HTML file from a results "
+                       "directory")
+    p.add_argument("dir", help="results directory written by `schedlab run`")
+    p.add_argument("--html", help="HTML file to write; default DIR/report.html")
+    p.set_defaults(func=cmd_report)

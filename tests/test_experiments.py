@@ -1,0 +1,391 @@
+"""Experiment files: every file in experiments/ runs (--quick) and reports; validation names the
+key path and writes nothing; sweeps expand as documented; seeds are common random numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import schedlab
+from conftest import ROOT, SCHEDLAB, cli_env
+from schedlab import experiment as ex
+from schedlab import stats, sweep
+
+EXPERIMENTS = sorted((ROOT / "experiments").glob("*/*.toml"))
+
+
+def schedlab_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=timeout,
+                          env=cli_env())
+
+
+def base(**over) -> dict:
+    """A small valid experiment as a dict; `over` replaces whole sections."""
+    d = {
+        "experiment": {"name": "t", "replications": 2, "seed": 7},
+        "workload": {"load": 0.7, "size": "exp:1", "jobs": 2000},
+        "policy": [{"name": "fcfs"}, {"name": "rr", "quantum": 0.5, "label": "RR"},
+                   {"name": "mlfq", "levels": 2}],
+        "sweep": {"workload.load": [0.5, 0.7]},
+    }
+    d.update(over)
+    return d
+
+
+# ---------------------------------------------------------------------------------------------
+# Every study file: run --quick, then report
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_study_has_an_experiment_and_a_readme():
+    folders = sorted({p.parent for p in EXPERIMENTS})
+    assert {f.name for f in folders} >= {"rr-ps-fcfs", "convoy", "fileserver"}
+    for folder in folders:
+        readme = (folder / "README.md").read_text()
+        assert "schedlab run" in readme and "studies/" in readme, folder
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """`schedlab run FILE --quick`, once per file for the whole module."""
+    done: dict[Path, Path] = {}
+
+    def get(path: Path) -> Path:
+        if path not in done:
+            out = tmp_path_factory.mktemp(path.parent.name) / path.stem
+            r = schedlab_cli("run", str(path), "--quick", "--out", str(out))
+            assert r.returncode == 0, r.stderr
+            assert r.stdout.strip() == str(out)
+            done[path] = out
+        return done[path]
+
+    return get
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_experiment_runs_quick_and_reports(path, quick_run):
+    out = quick_run(path)
+    r = schedlab_cli("report", str(out))
+    assert r.returncode == 0, r.stderr
+    html = (out / "report.html").read_text()
+    assert html.count('<svg class="plot"') >= 2
+    exp = ex.load(path, quick=True)
+    res = schedlab.load_results(out)
+    # One row per world x point x policy x replication, every metric finite where it must be.
+    assert len(res.summaries) == len(exp.worlds) * len(exp.points) * len(exp.labels) \
+        * exp.replications
+    assert res.summaries["response_mean"].gt(0).all()
+    assert res.manifest["status"] == "complete" and res.manifest["quick"] is True
+
+
+# ---------------------------------------------------------------------------------------------
+# The RR / PS / FCFS study reproduces theory with confidence intervals
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rr_ps_fcfs(quick_run):
+    return schedlab.load_results(quick_run(ROOT / "experiments" / "rr-ps-fcfs" /
+                                           "experiment.toml"))
+
+
+def test_rr_ps_fcfs_reproduces_theory_with_confidence_intervals(rr_ps_fcfs):
+    m = rr_ps_fcfs.metric("response_mean")
+    for label, expected in (("FCFS", 220.0), ("PS", 420.0)):
+        rows = m[m.label == label]
+        row = rows.iloc[0]
+        # FCFS and PS have no quantum: one run set shared by every point of the RR sweep.
+        assert rows["mean"].nunique() == 1
+        assert row["theory"] == pytest.approx(expected, rel=1e-9)
+        # --quick: 8 replications of 400,000 measured jobs. The 95% interval must contain the
+        # closed form and be narrower than 5% of it; the study's own run was 16% off.
+        assert row["n"] == 8 and row["method"] == "replications"
+        assert row["ci_low"] <= expected <= row["ci_high"], row.to_dict()
+        assert row["half_width"] < 0.05 * expected
+        assert abs(row["mean"] - expected) / expected < 0.05
+    rr = m[m.label == "RR"].set_index("policy.RR.quantum")["mean"]
+    fcfs = m[m.label == "FCFS"]["mean"].iloc[0]
+    ps = m[m.label == "PS"]["mean"].iloc[0]
+    # A quantum of 20 ms or more serves each 20 ms job in one turn: exactly FCFS (same seeds).
+    assert rr[20] == fcfs
+    # Smaller quanta move RR towards PS, monotonically.
+    assert fcfs < rr[10] < rr[5] < ps
+
+
+def test_theory_for_uses_the_engines_defaults():
+    assert sweep.theory_for({"policy": "fcfs", "arrival": "exp:21", "size": "det:20"}) == \
+        pytest.approx(220.0)
+    assert sweep.theory_for({"policy": "ps", "load": 0.5, "size": "exp:1"}) == \
+        pytest.approx(2.0)
+    # RR's default quantum is 10: a finite quantum has no closed form, it is not PS.
+    assert sweep.theory_for({"policy": "rr", "arrival": "exp:21", "size": "det:20"}) is None
+    assert sweep.theory_for({"policy": "fcfs", "arrival": "exp:21", "size": "det:20",
+                             "context_switch": 0.1}) is None
+    assert sweep.theory_for({"policy": "fcfs", "clients": 3, "size": "exp:1"}) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation: one line naming the key path, exit code 2, nothing written
+# ---------------------------------------------------------------------------------------------
+
+BAD = [
+    ('[experiment]\nname = "x"\n[workload]\nsize = "exp:-1"\njobs = 10\nload = 0.5\n'
+     '[[policy]]\nname = "fcfs"\n', "workload.size = exp:-1: expected a mean > 0"),
+    ('[workload]\nsizee = "exp:1"\n[[policy]]\nname = "fcfs"\n', "workload.sizee = exp:1"),
+    ('[experiment]\nreplications = 0\n[workload]\njobs = 10\nload = 0.5\n[[policy]]\n'
+     'name = "fcfs"\n', "experiment.replications = 0"),
+    ('[experiment]\nworld = "moon"\n[[policy]]\nname = "fcfs"\n', "experiment.world = moon"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[[policy]]\nname = "rr"\n'
+     'quantum = -3\n', "policy[1].quantum = -3: expected a number > 0"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\nquantum = 3\n',
+     "policy[0].quantum = 3"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fifo2"\n',
+     "policy[0].name = fifo2"),
+    ('[workload]\njobs = 10\n[[policy]]\nname = "rr"\n[sweep]\n"workload.load" = [0.5, 1.5]\n',
+     "sweep.workload.load = 1.5"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "rr"\nlabel = "R"\n[sweep]\n'
+     '"policy.R.quantum" = [1, 0]\n', "sweep.policy.R.quantum = 0"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[sweep]\n'
+     '"policy.quantum" = [1]\n', "sweep.policy.quantum"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[sweep]\n'
+     '"workload.cpus" = [1]\n', "sweep.workload.cpus"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[sweep]\nmode = "zip"\n'
+     '"workload.jobs" = [1, 2]\n"machine.cpus" = [1]\n', "sweep.machine.cpus"),
+    ('[workload]\nload = 0.5\n[[policy]]\nname = "fcfs"\n', "workload.jobs = (missing)"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[report]\n'
+     'plots = ["pie"]\n', "report.plots[0] = pie"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[experiment]\n'
+     'warmup = 1.5\n', "experiment.warmup = 1.5"),
+    ('[workload]\njobs = 10\nload = 0.5\nclasses = [{name = "a", colour = 1}]\n[[policy]]\n'
+     'name = "fcfs"\n', "workload.classes[0].colour = 1"),
+    ('[workload]\njobs = 10\nload = 0.5\nclasses = [{name = "a", size = "exp:-2"}]\n'
+     '[[policy]]\nname = "fcfs"\n', "workload.classes[0].size = exp:-2"),
+    ('[[policy]]\nname = "fcfs"\n[mystery]\n', "mystery = {}: expected a section"),
+    ('[workload\n', "valid TOML"),
+    ('[workload]\njobs = 10\nload = 0.5\n', "policy = (missing)"),
+]
+
+
+@pytest.mark.parametrize(("text", "needle"), BAD)
+def test_bad_file_one_line_exit_2_nothing_written(tmp_path, text, needle):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    r = schedlab_cli("run", str(path), "--out", str(out))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert needle in lines[0], lines[0]
+    assert r.stdout == ""
+    assert not out.exists()
+
+
+def test_missing_file_and_missing_world_module(tmp_path, monkeypatch):
+    r = schedlab_cli("run", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "nope.toml" in r.stderr
+    monkeypatch.setitem(ex.WORLD_MODULES, "server", "schedlab.no_such_world")
+    with pytest.raises(schedlab.SpecError, match="experiment.world = server: expected a world "
+                       "whose module is installed"):
+        ex.load(base(experiment={"name": "t", "world": "server"}))
+
+
+def test_quick_overrides_are_checked_too(tmp_path):
+    d = base(quick={"sweep": {"machine.cpus": [1]}})
+    with pytest.raises(schedlab.SpecError, match=r"quick.sweep.machine.cpus"):
+        ex.load(d, quick=True)
+    d = base(quick={"experiment": {"replications": -1}})
+    with pytest.raises(schedlab.SpecError, match=r"quick.experiment.replications = -1"):
+        ex.load(d, quick=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweep expansion
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cartesian_sweep_and_policy_paths():
+    d = base(sweep={"workload.load": [0.5, 0.6, 0.7], "policy.quantum": [0.1, 1.0]},
+             experiment={"name": "t", "replications": 1})
+    e = ex.load(d)
+    assert e.sweep_keys == ["workload.load", "policy.quantum"]
+    assert len(e.points) == 6
+    assert e.points[1] == {"workload.load": 0.5, "policy.quantum": 1.0}
+    by = {(r.point, r.label): r for r in e.runs}
+    # policy.quantum reaches every policy that has a quantum (RR and MLFQ), not FCFS.
+    assert by[(1, "RR")].spec["quantum"] == 1.0
+    assert by[(1, "MLFQ levels=2")].spec["quantum"] == 1.0
+    assert "quantum" not in by[(1, "FCFS")].spec
+    # FCFS is the same run at both quanta: one id, run once.
+    assert by[(0, "FCFS")].id == by[(1, "FCFS")].id
+    assert by[(0, "RR")].id != by[(1, "RR")].id
+    assert len(e.runs) == 18 and len(e.unique_runs()) == 3 * (1 + 2 + 2)
+
+
+def test_zip_sweep_label_path_and_nested_class_path():
+    d = base(sweep={"mode": "zip", "workload.load": [0.5, 0.6], "policy.RR.quantum": [1, 2],
+                    "workload.classes[1].tickets": [3, 9]},
+             workload={"load": 0.7, "size": "exp:1", "jobs": 2000,
+                       "classes": [{"name": "a"}, {"name": "b", "tickets": 1}]},
+             experiment={"name": "t", "replications": 1})
+    e = ex.load(d)
+    assert len(e.points) == 2
+    rr = [r for r in e.runs if r.label == "RR"]
+    assert [(r.spec["load"], r.spec["quantum"], r.spec["classes"][1]["tickets"]) for r in rr] \
+        == [(0.5, 1, 3), (0.6, 2, 9)]
+    mlfq = [r for r in e.runs if r.policy == "mlfq"]
+    assert all("quantum" not in r.spec for r in mlfq)  # the label path reaches RR only
+
+
+def test_seeds_are_common_random_numbers_and_reproducible(tmp_path):
+    e = ex.load(base())
+    seeds = {(r.point, r.label, r.replication): r.seed for r in e.runs}
+    for rep in range(2):
+        assert len({s for (p, lab, r), s in seeds.items() if r == rep}) == 1
+    assert seeds[(0, "FCFS", 0)] != seeds[(0, "FCFS", 1)]
+    assert ex.replication_seed(7, 0) == e.runs[0].seed
+    assert ex.replication_seed(7, 0) == ex.replication_seed(7, 0) != ex.replication_seed(8, 0)
+    a = schedlab.run(base(), out=tmp_path / "a")
+    schedlab.run(base(), out=tmp_path / "b", workers=1)
+    assert (tmp_path / "a" / "summaries.parquet").read_bytes() == \
+        (tmp_path / "b" / "summaries.parquet").read_bytes()
+    # Common random numbers: same seed, same arrivals and sizes for every policy.
+    jobs = a.jobs[a.jobs.replication == 0]
+    sizes = {lab: g.sort_values("job")["size"].to_numpy()[:500] for lab, g in
+             jobs[jobs.run.isin(a.summaries[a.summaries.point == 0].run)].groupby("label")}
+    assert (sizes["FCFS"] == sizes["RR"]).all()
+
+
+def test_quick_generic_scaling():
+    d = base(experiment={"name": "t", "replications": 9, "warmup": 50_000},
+             workload={"load": 0.7, "size": "exp:1", "jobs": 1_000_000},
+             sweep={"workload.load": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]})
+    e = ex.load(d, quick=True)
+    assert e.replications == 2
+    assert e.points == [{"workload.load": v} for v in (0.1, 0.4, 0.7)]
+    assert all(r.spec["jobs"] == 5000 and r.spec["warmup"] == 1000 for r in e.runs)
+    d["quick"] = {"workload": {"jobs": 300}, "sweep": {"workload.load": [0.2]}}
+    e = ex.load(d, quick=True)
+    assert e.points == [{"workload.load": 0.2}] and e.runs[0].spec["jobs"] == 300
+
+
+def test_relative_paths_follow_the_file_and_edits_change_the_id(tmp_path):
+    (tmp_path / "sizes.csv").write_text("size\n1\n2\n")
+    f = tmp_path / "e.toml"
+    f.write_text('[workload]\nload = 0.5\njobs = 100\nsize = "empirical:sizes.csv"\n'
+                 '[[policy]]\nname = "fcfs"\n')
+    e = ex.load(f)
+    assert e.name == "e"
+    assert e.runs[0].spec["size"] == f"empirical:{tmp_path / 'sizes.csv'}"
+    before = e.runs[0].id
+    (tmp_path / "sizes.csv").write_text("size\n1\n3\n")
+    assert ex.load(f).runs[0].id != before
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------------------------
+
+
+def test_student_t_interval_matches_hand_values():
+    iv = stats.t_interval([1.0, 2.0, 3.0, 4.0])
+    # t(0.975, 3) = 3.182446; s = 1.290994; half-width = t s / sqrt(4)
+    assert iv.mean == 2.5 and iv.n == 4
+    assert iv.half_width == pytest.approx(3.182446305 * 1.290994449 / 2, rel=1e-8)
+    assert stats.t_interval([5.0]).method == "single run"
+    assert math.isnan(stats.t_interval([5.0]).half_width)
+    bm = stats.batch_means([1.0, 3.0], mean=2.2)
+    assert bm.mean == 2.2 and bm.half_width == pytest.approx(12.7062047 * 1.41421356 / 1.41421356,
+                                                             rel=1e-6)
+
+
+def test_batch_means_give_the_interval_of_one_long_run(tmp_path):
+    d = base(experiment={"name": "bm", "replications": 1, "batches": 20},
+             workload={"load": 0.8, "size": "exp:1", "jobs": 400_000},
+             policy=[{"name": "fcfs"}], sweep={})
+    res = schedlab.run(d, out=tmp_path / "bm")
+    row = res.metric("response_mean").iloc[0]
+    assert row["method"] == "batch means" and row["n"] == 20
+    # M/M/1 at load 0.8: E[T] = 1 / (1 - 0.8) = 5.
+    assert row["theory"] == pytest.approx(5.0)
+    assert row["ci_low"] <= 5.0 <= row["ci_high"]
+    assert 0 < row["half_width"] < 0.05 * 5
+
+
+# ---------------------------------------------------------------------------------------------
+# Docs cannot drift from the validator
+# ---------------------------------------------------------------------------------------------
+
+
+def test_experiment_reference_is_generated_from_the_models():
+    text = (ROOT / "docs" / "experiments.md").read_text()
+    block = text[text.index(ex.DOC_BEGIN) + len(ex.DOC_BEGIN):text.index(ex.DOC_END)]
+    assert block.strip() == ex.reference_markdown().strip(), (
+        "docs/experiments.md is stale: run .venv/bin/python -m schedlab.experiment "
+        "--write-docs docs/experiments.md")
+    for key, section in schedlab.spec.SPEC_SECTIONS.items():
+        if section in ("workload", "machine", "experiment", "output"):
+            assert f"| `{key}` |" in block, key
+
+
+def test_policy_reference_names_every_policy_and_parameter():
+    text = (ROOT / "docs" / "policies.md").read_text()
+    block = text[text.index(ex.POLICY_BEGIN) + len(ex.POLICY_BEGIN):]
+    block = block[:block.index(ex.DOC_END)]
+    assert block.strip() == ex.policies_markdown().strip(), (
+        "docs/policies.md is stale: run .venv/bin/python -m schedlab.experiment "
+        "--write-policies docs/policies.md")
+    for p in schedlab.spec.policy_catalog():
+        assert f"### `{p['name']}`" in block
+        for q in p["params"]:
+            assert re.search(rf"\| `{q['name']}` \|", block), (p["name"], q["name"])
+
+
+def test_tutorial_commands_exist():
+    text = (ROOT / "docs" / "tutorial.md").read_text()
+    for needle in ("schedlab run", "schedlab report", "load_results", "--quick"):
+        assert needle in text
+    for path in re.findall(r"experiments/[\w./-]+\.toml", text):
+        assert (ROOT / path).exists(), path
+
+
+def test_manifest_lists_runs_with_ids_and_status(tmp_path):
+    schedlab.run(base(), out=tmp_path / "m")
+    m = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["counts"]["done"] == len({r["id"] for r in m["runs"]})
+    assert len(m["runs"]) == 2 * 3 * 2
+    assert all(r["status"] == "done" for r in m["runs"])
+    st = pd.read_parquet(tmp_path / "m" / "stats.parquet")
+    assert {"metric", "mean", "ci_low", "ci_high", "theory", "n"} <= set(st.columns)
+
+
+def run(spec: dict) -> schedlab.Result:
+    """A stand-in world for the failure test: fails at load 0.7, simulates otherwise."""
+    if spec.get("load") == 0.7 and FAIL_AT_07:
+        raise RuntimeError("stand-in world failed on purpose")
+    return schedlab.simulate(**spec)
+
+
+FAIL_AT_07 = True
+
+
+def test_a_failing_run_fails_the_sweep_and_a_rerun_retries_only_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(ex.WORLD_MODULES, "os", "test_experiments")
+    d = base(experiment={"name": "f", "world": "os", "replications": 2, "seed": 7})
+    out = tmp_path / "f"
+    with pytest.raises(sweep.SweepFailed, match="6 of 12 runs failed.*failed on purpose"):
+        schedlab.run(d, out=out, workers=2)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "failed" and m["counts"] == {"done": 6, "pending": 0, "failed": 6}
+    kept = {f.name: f.stat().st_mtime_ns for f in (out / "runs").glob("*.json")}
+    assert len(kept) == 6
+    monkeypatch.setattr(sys.modules[__name__], "FAIL_AT_07", False)
+    res = schedlab.run(d, out=out, workers=2)
+    assert len(res.summaries) == 12 and res.manifest["status"] == "complete"
+    for name, mtime in kept.items():
+        assert (out / "runs" / name).stat().st_mtime_ns == mtime  # not run again

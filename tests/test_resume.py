@@ -1,0 +1,135 @@
+"""kill -9 in the middle of a sweep, rerun: the same final files as an uninterrupted sweep, byte
+for byte, and no run lost or run twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+from conftest import SCHEDLAB, cli_env
+
+# 3 loads x 3 policies x 4 replications = 36 runs of a few tenths of a second each: long
+# enough to be killed in the middle, short enough for the suite.
+EXPERIMENT = """
+[experiment]
+name = "resume"
+seed = 11
+replications = 4
+warmup = 1000
+keep_jobs = "first"
+job_rows = 2000
+
+[workload]
+size = "exp:1"
+jobs = 300_000
+
+[[policy]]
+name = "fcfs"
+
+[[policy]]
+name = "rr"
+quantum = 0.2
+
+[[policy]]
+name = "srpt"
+
+[sweep]
+"workload.load" = [0.6, 0.75, 0.9]
+"""
+TOTAL = 36
+COMBINED = ["summaries.parquet", "stats.parquet", "classes.parquet", "tasks.parquet"]
+
+
+def run(path: Path, out: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen([SCHEDLAB, "run", str(path), "--out", str(out), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=cli_env(), **kw)
+
+
+def done_records(out: Path) -> list[Path]:
+    return sorted((out / "runs").glob("*.json")) if (out / "runs").exists() else []
+
+
+def test_kill_9_midway_then_resume_gives_the_same_bytes(tmp_path):
+    path = tmp_path / "resume.toml"
+    path.write_text(EXPERIMENT)
+    full, resumed = tmp_path / "full", tmp_path / "resumed"
+
+    p = run(path, full)
+    assert p.wait(timeout=300) == 0, p.stderr.read()
+
+    # Start again elsewhere and kill the whole process group (parent and workers) with
+    # SIGKILL as soon as a few runs are stored: nothing gets a chance to clean up.
+    p = run(path, resumed, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(done_records(resumed)) < 6:
+        assert p.poll() is None, "the sweep finished before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+    killed_at = time.time()
+    survivors = {f.name: f.stat().st_mtime for f in done_records(resumed)}
+    assert 6 <= len(survivors) < TOTAL, len(survivors)
+    manifest = json.loads((resumed / "manifest.json").read_text())
+    assert manifest["status"] == "running"  # as the kill left it
+    assert not (resumed / "summaries.parquet").exists()
+
+    p = run(path, resumed)
+    assert p.wait(timeout=300) == 0, p.stderr.read()
+
+    for name in COMBINED:
+        assert (full / name).read_bytes() == (resumed / name).read_bytes(), name
+    # Runs finished before the kill were kept, not run again (their records are untouched).
+    after = {f.name: f.stat().st_mtime for f in done_records(resumed)}
+    for name, mtime in survivors.items():
+        assert after[name] == mtime, name
+    assert all(t <= killed_at + 0.5 for t in survivors.values())
+    # Nothing lost, nothing twice: one record per run, one row per point x policy x rep.
+    assert len(after) == TOTAL
+    s = pd.read_parquet(resumed / "summaries.parquet")
+    assert len(s) == TOTAL and s["run"].is_unique
+    assert not s.duplicated(["point", "label", "replication"]).any()
+    assert not list((resumed / "runs").glob(".*.tmp"))
+    manifest = json.loads((resumed / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["counts"]["done"] == TOTAL
+    # Per-job tables of replication 0 are complete Parquet files, killed or not.
+    for rid in s[s.replication == 0]["run"]:
+        assert len(pd.read_parquet(resumed / "runs" / f"{rid}.jobs.parquet")) == 2000
+
+
+def test_rerun_of_a_finished_sweep_runs_nothing(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(EXPERIMENT.replace("jobs = 300_000", "jobs = 2000"))
+    out = tmp_path / "o"
+    assert run(path, out).wait(timeout=120) == 0
+    before = {f.name: f.stat().st_mtime_ns for f in done_records(out)}
+    summaries = (out / "summaries.parquet").read_bytes()
+    assert run(path, out).wait(timeout=120) == 0
+    assert {f.name: f.stat().st_mtime_ns for f in done_records(out)} == before
+    assert (out / "summaries.parquet").read_bytes() == summaries
+
+
+def test_a_second_sweep_into_the_same_directory_is_refused(tmp_path):
+    path = tmp_path / "slow.toml"
+    path.write_text(EXPERIMENT)
+    out = tmp_path / "o"
+    first = run(path, out, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "manifest.json").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        second = subprocess.run([SCHEDLAB, "run", str(path), "--out", str(out)],
+                                capture_output=True, text=True, env=cli_env(), timeout=60)
+        assert second.returncode == 2
+        assert "a directory no other sweep is writing" in second.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
