@@ -76,6 +76,9 @@ struct Job {
     bursts_left: u32,
     io_time: f64,
     io_since: f64,
+    /// Time runnable but not running, summed at each dispatch (exact: 0 for a job that never
+    /// waited, where response - size - io would leave rounding).
+    waited: f64,
     /// When it last left a CPU (cache-hotness).
     last_ran: f64,
     /// How it enters its runqueue next.
@@ -780,6 +783,7 @@ impl Engine<'_> {
                     bursts_left: 0,
                     io_time: 0.0,
                     io_since: 0.0,
+                    waited: 0.0,
                     last_ran: f64::NEG_INFINITY,
                     entered: Enqueue::Arrival,
                 });
@@ -834,6 +838,7 @@ impl Engine<'_> {
             bursts_left: bursts - 1,
             io_time: 0.0,
             io_since: 0.0,
+            waited: 0.0,
             last_ran,
             entered,
         };
@@ -1108,6 +1113,9 @@ impl Engine<'_> {
         }
         j.cpu = c as i32;
         j.on_cpu = c as i32;
+        if !continuing {
+            j.waited += now + overhead - j.ready_since;
+        }
         t.last_cpu = c as i32;
         let slice = match m.timeslice {
             Some(ts) => {
@@ -1442,7 +1450,12 @@ impl Engine<'_> {
         let view = &j.view;
         self.work_completed += view.size;
         let response = now - view.arrival;
-        let wait = (response - view.size - j.io_time).max(0.0);
+        // Fluid policies serve every job at once: its wait is the time it was slowed down.
+        let wait = if self.rqs[j.rq as usize].fluid {
+            (response - view.size - j.io_time).max(0.0)
+        } else {
+            j.waited
+        };
         let slowdown = if view.size > 0.0 {
             response / view.size
         } else {

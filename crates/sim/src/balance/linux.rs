@@ -137,11 +137,13 @@ mod tests {
             b.tick(t, &mut view);
         }
         assert_eq!(b.interval, vec![128.0, 128.0]);
-        // CPU 0 gets five more jobs: the next pass of CPU 1 pulls and resets its interval.
+        // CPU 0 gets five more jobs (7 runnable against 2): the next pass of CPU 1 finds
+        // 7 > 1.25 * 2, the average is 4.5, so it pulls min(7 - 4.5, 4.5 - 2) = 2.5, that is
+        // two whole jobs, and resets its interval.
         view.queues[0].extend((10..15).map(|i| (i, 1.0)));
         let next1 = b.next[1];
         b.tick(next1.max(t), &mut view);
         assert_eq!(b.interval[1], 4.0);
-        assert_eq!(view.runnable_all(), vec![4, 4]);
+        assert_eq!(view.runnable_all(), vec![5, 4]);
     }
 }
