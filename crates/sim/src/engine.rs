@@ -1300,6 +1300,9 @@ impl Engine<'_> {
 
     fn fluid_done(&mut self, r: usize) {
         let now = self.now;
+        // Advancing by zero still settles the fluid (FB merges groups whose levels differ by
+        // less than the clock resolves), so the next event moves past `now`.
+        self.rqs[r].policy.fluid().expect("fluid").advance(now);
         loop {
             let f = self.rqs[r].policy.fluid().expect("fluid");
             let Some(id) = f.pop_done() else { break };
