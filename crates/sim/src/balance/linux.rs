@@ -46,7 +46,7 @@ impl Linux {
         let mut moved = 0.0;
         let mut any = false;
         for q in &self.buf {
-            // Moves whole jobs up to the amount; an idle CPU takes at least one.
+            // Whole jobs up to the amount; an idle CPU takes at least one.
             if moved + q.weight <= amount + 1e-9 || (idle && !any) {
                 view.migrate(q.job, from, cpu);
                 moved += q.weight;
@@ -54,6 +54,17 @@ impl Linux {
             }
             if moved >= amount {
                 break;
+            }
+        }
+        if !any {
+            // The kernel's fix_small_imbalance: when less than a job's weight is to move, move
+            // one anyway if that lowers the busiest load below this one's new load (4 and 2
+            // become 3 and 3; 4 and 3 stay).
+            if let Some(q) = self.buf.iter().min_by(|a, b| a.weight.total_cmp(&b.weight)) {
+                if busy - q.weight >= this + q.weight - 1e-9 {
+                    view.migrate(q.job, from, cpu);
+                    any = true;
+                }
             }
         }
         any
