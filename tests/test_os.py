@@ -237,9 +237,10 @@ def test_user_space_lottery_on_one_cpu_gives_ticket_shares():
 
 def test_user_space_lottery_on_two_cpus_needs_a_global_view_and_lag_balance():
     """Not a placement coincidence: one global lottery for both CPUs. Drawing two distinct
-    winners per round gives A only ~42.5% (the simulator's global lottery agrees); with lag
-    balance (tickets scaled by the CPU a task is owed) the shares are 50/33.3/16.7, and so are
-    40/40/20, a split no per-CPU placement can produce."""
+    winners per round gives A only ~42.5% (the simulator's global lottery agrees); with the
+    lottery's `balance` (draws weighted by the CPU a task is owed, the same code as in the
+    simulator) the shares are 50/33.3/16.7, and so are 40/40/20, a split no per-CPU placement
+    can produce."""
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
     need("fifo")  # enforce = fifo: the chosen workers beat other engineers' builds
@@ -255,17 +256,24 @@ def test_user_space_lottery_on_two_cpus_needs_a_global_view_and_lag_balance():
         # partial quanta) moves it by about a point.
         assert abs(shares(plain)[name] - sim_shares[name]) < 0.03, (shares(plain), sim_shares)
     assert shares(plain)["A"] < 0.46  # the global draw without balance misses A's entitlement
-    balanced = osrun.run({**base, "classes": LOTTERY, "balance": "lag"})
+    balanced = osrun.run({**base, "classes": LOTTERY,
+                          "params": {"quantum": 2, "balance": True}})
     got = shares(balanced)
     for name, want in (("A", 1 / 2), ("B", 1 / 3), ("C", 1 / 6)):
         assert abs(got[name] - want) < 0.02, (name, got, want)
-    odd = osrun.run({**base, "balance": "lag", "classes": [
+    odd = osrun.run({**base, "params": {"quantum": 2, "balance": True}, "classes": [
         {"name": "A", "tickets": 40, "clients": 1}, {"name": "B", "tickets": 40, "clients": 1},
         {"name": "C", "tickets": 20, "clients": 1}]})
     got = shares(odd)
     for name, want in (("A", 0.4), ("B", 0.4), ("C", 0.2)):
         assert abs(got[name] - want) < 0.02, (name, got, want)
-    assert balanced.summary["view"] == "global" and balanced.summary["balance"] == "lag"
+    assert balanced.summary["view"] == "global"
+    # The simulator's balanced lottery gives the same shares.
+    sim = schedlab.simulate("lottery", quantum=2, balance=True, time=200_000, cpus=2,
+                            size="det:1e9", think="det:0", classes=LOTTERY)
+    sim_shares = sim.tasks.set_index("class")["share"].to_dict()
+    for name, want in (("A", 1 / 2), ("B", 1 / 3), ("C", 1 / 6)):
+        assert abs(sim_shares[name] - want) < 0.01, (name, sim_shares)
 
 
 def test_per_cpu_lottery_shows_the_placement_coincidence():

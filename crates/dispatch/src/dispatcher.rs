@@ -47,7 +47,6 @@ pub struct Dispatcher {
     pinned: Vec<Option<usize>>,
     state: Vec<TState>,
     views: Vec<JobView>,
-    base_tickets: Vec<f64>,
     weights: Vec<f64>,
     pids: Vec<i32>,
     clocks: Vec<Option<libc::clockid_t>>,
@@ -57,7 +56,6 @@ pub struct Dispatcher {
     seen_jobs: Vec<u64>,
     job_attained: Vec<f64>,
     t0: u64,
-    quantum: f64,
     // Shares: entitled CPU (ms) integrated over the runnable set, received CPU (ms).
     rate: Vec<f64>,
     pub entitled: Vec<f64>,
@@ -117,11 +115,9 @@ impl Dispatcher {
             }
         }
         let weights: Vec<f64> = views.iter().map(|v| policies[0].entitlement(v)).collect();
-        let quantum = checked.params.num("quantum").unwrap_or(10.0);
         let stats = DispatchStats {
             policy: plan.policy.clone(),
             view: plan.view.clone(),
-            balance: plan.balance.clone(),
             boost: plan.boost,
             cpus: cpus.clone(),
             ..Default::default()
@@ -136,7 +132,6 @@ impl Dispatcher {
             home,
             pinned: vec![None; n],
             state: vec![TState::Queued(Hold::Grant); n],
-            base_tickets: views.iter().map(|v| v.tickets).collect(),
             views,
             weights,
             pids: pids.to_vec(),
@@ -147,7 +142,6 @@ impl Dispatcher {
             seen_jobs: vec![0; n],
             job_attained: vec![0.0; n],
             t0,
-            quantum,
             rate: vec![0.0; n],
             entitled: vec![0.0; n],
             received: vec![0.0; n],
@@ -220,20 +214,7 @@ impl Dispatcher {
         self.rates_dirty = true;
     }
 
-    /// Tickets for the next draw: with balance = "lag", scaled by exp(lag / quantum), where lag
-    /// is the CPU time the task is owed (entitled, scaled to the CPU actually delivered, minus
-    /// received).
     fn enqueue(&mut self, t: usize, now: f64, why: Enqueue) {
-        if self.plan.balance == "lag" {
-            self.integrate(now);
-            let total_e: f64 = self.entitled.iter().sum();
-            let total_r: f64 = self.received.iter().sum();
-            if total_e > 0.0 && total_r > 0.0 {
-                let lag = self.entitled[t] * total_r / total_e - self.received[t];
-                let f = (lag / self.quantum).clamp(-6.0, 6.0).exp();
-                self.views[t].tickets = self.base_tickets[t] * f;
-            }
-        }
         let view = self.views[t].clone();
         self.policy_of(t).enqueue(&view, now, why);
     }
@@ -442,6 +423,8 @@ impl Dispatcher {
             TState::Running(c) => {
                 self.charge(t, now);
                 self.end_segment(c, t, now);
+                let view = self.views[t].clone();
+                self.policy_of(t).sleep(&view, now);
                 self.state[t] = TState::Blocked;
                 self.runnable_changed(now);
                 self.running[c] = None;

@@ -124,7 +124,6 @@ pub struct Coordinator {
 pub struct DispatchStats {
     pub policy: String,
     pub view: String,
-    pub balance: String,
     pub boost: bool,
     pub cpus: Vec<usize>,
     pub decisions: u64,

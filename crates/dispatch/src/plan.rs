@@ -112,9 +112,6 @@ pub struct DispatchPlan {
     /// on the CPU with the fewest tickets (as xv6 does at fork) and never moved.
     #[serde(default = "global")]
     pub view: String,
-    /// "none", or "lag": tickets scaled by exp(lag / quantum), lag = entitled - received CPU.
-    #[serde(default = "none")]
-    pub balance: String,
     /// Run dispatched workers at SCHED_FIFO 1, so the chosen one also beats foreign load.
     #[serde(default)]
     pub boost: bool,
@@ -124,10 +121,6 @@ pub struct DispatchPlan {
 fn global() -> String {
     "global".into()
 }
-fn none() -> String {
-    "none".into()
-}
-
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
     SpecError {
         key: key.into(),
@@ -301,9 +294,6 @@ impl Plan {
             schedlab_policy::build(&d.policy, &params, d.seed)?;
             if !matches!(d.view.as_str(), "global" | "per_cpu") {
                 return Err(err("view", &d.view, "global or per_cpu"));
-            }
-            if !matches!(d.balance.as_str(), "none" | "lag") {
-                return Err(err("balance", &d.balance, "none or lag"));
             }
             if attrs.iter().any(is_rt) {
                 return Err(err(

@@ -201,8 +201,7 @@ impl Policy for Lottery {
     fn enqueue(&mut self, job: &JobView, _: f64, why: Enqueue) {
         let i = job.id.index();
         self.grow(i);
-        if self.balance && matches!(why, Enqueue::Arrival | Enqueue::Wakeup | Enqueue::Migrated)
-        {
+        if self.balance && matches!(why, Enqueue::Arrival | Enqueue::Wakeup | Enqueue::Migrated) {
             self.join(i, job.tickets);
         }
         let tickets = job.tickets * self.bonus[i];

@@ -473,9 +473,9 @@ impl Engine<'_> {
                 }
             }
             Workload::Closed { clients } => {
-                for c in 0..clients.len() {
+                for (c, &class) in clients.iter().enumerate() {
                     if self.issued + self.pending < self.issue_limit {
-                        let class = &self.cfg.classes[clients[c] as usize];
+                        let class = &self.cfg.classes[class as usize];
                         let t = class.think.sample(&mut self.rng_think);
                         self.pending += 1;
                         self.timer(t, Timer::Think(c as u32));
@@ -528,7 +528,6 @@ impl Engine<'_> {
                 return;
             }
             self.advance_to(t);
-            self.events += 1;
             self.step();
         }
     }
@@ -563,10 +562,12 @@ impl Engine<'_> {
         let now = self.now;
         while self.cpu_until.min() <= now {
             let c = self.cpu_until.argmin();
+            self.events += 1;
             self.end_run(c, false);
         }
         while self.fluid_next.min() <= now {
             let r = self.fluid_next.argmin();
+            self.events += 1;
             self.fluid_done(r);
         }
         while let Some(&Reverse((Time(t), _, what))) = self.timers.peek() {
@@ -574,6 +575,7 @@ impl Engine<'_> {
                 break;
             }
             self.timers.pop();
+            self.events += 1;
             match what {
                 Timer::Think(task) => {
                     self.pending -= 1;
@@ -585,6 +587,7 @@ impl Engine<'_> {
         }
         self.admit_arrivals();
         if self.balance_at <= now {
+            self.events += 1;
             self.with_balancer(|b, e| b.tick(e.now, e));
         }
         let ready = std::mem::take(&mut self.ready);
@@ -688,6 +691,7 @@ impl Engine<'_> {
     /// Creates the jobs arriving now (open or trace) and lists them in `ready`.
     fn admit_arrivals(&mut self) {
         while self.next_arrival() <= self.now {
+            self.events += 1;
             match &self.cfg.workload {
                 Workload::Open { arrival } => {
                     let class = self.pick_class();
@@ -903,7 +907,9 @@ impl Engine<'_> {
                 affinity: &self.cfg.classes[class].affinity,
             };
             let mut ideal = self.next_ideal;
-            let c = m.placement.select(&place, &loads, &mut ideal, &mut self.rng_place);
+            let c = m
+                .placement
+                .select(&place, &loads, &mut ideal, &mut self.rng_place);
             self.next_ideal = ideal;
             if new {
                 self.tasks[task].ideal = c as u32;
@@ -1039,7 +1045,11 @@ impl Engine<'_> {
         let inc = &self.jobs[incoming.index()];
         let r = inc.rq as usize;
         let policy = &self.rqs[r].policy;
-        let range = if self.per_cpu { r..r + 1 } else { 0..self.cpus.len() };
+        let range = if self.per_cpu {
+            r..r + 1
+        } else {
+            0..self.cpus.len()
+        };
         let mut best: Option<(usize, JobView)> = None;
         for c in range {
             let Some(running) = self.cpus[c].job else {
@@ -1184,7 +1194,10 @@ impl Engine<'_> {
             }
         }
         if let Some(sh) = &mut self.shares {
-            let (a, b) = (start.max(self.measure_start), (start + ran).min(self.measure_end));
+            let (a, b) = (
+                start.max(self.measure_start),
+                (start + ran).min(self.measure_end),
+            );
             if b > a && task < sh.service.len() {
                 sh.service[task] += b - a;
             }
@@ -1242,7 +1255,11 @@ impl Engine<'_> {
         }
         self.tasks[task].slept_at = now;
         let class = &self.cfg.classes[self.jobs[id.index()].view.class as usize];
-        let io = class.io.as_ref().expect("validated: io with bursts").sample(&mut self.rng_io);
+        let io = class
+            .io
+            .as_ref()
+            .expect("validated: io with bursts")
+            .sample(&mut self.rng_io);
         self.jobs[id.index()].io_since = now;
         match self.cfg.io_device {
             IoDevice::Delay => self.timer(now + io, Timer::Io(id.0)),
@@ -1280,7 +1297,11 @@ impl Engine<'_> {
         let j = &mut self.jobs[id.index()];
         let c = &self.cfg.classes[j.view.class as usize];
         let t = &mut self.tasks[j.task as usize];
-        let slept = if t.slept_at.is_nan() { 0.0 } else { now - t.slept_at };
+        let slept = if t.slept_at.is_nan() {
+            0.0
+        } else {
+            now - t.slept_at
+        };
         t.slept_at = f64::NAN;
         match boost {
             Boost::Windows => {
@@ -1348,7 +1369,11 @@ impl Engine<'_> {
         }
         self.tasks[task].slept_at = now;
         let class = &self.cfg.classes[self.jobs[id.index()].view.class as usize];
-        let io = class.io.as_ref().expect("validated").sample(&mut self.rng_io);
+        let io = class
+            .io
+            .as_ref()
+            .expect("validated")
+            .sample(&mut self.rng_io);
         self.jobs[id.index()].io_since = now;
         match self.cfg.io_device {
             IoDevice::Delay => self.timer(now + io, Timer::Io(id.0)),
@@ -1590,8 +1615,7 @@ impl Engine<'_> {
             };
             (busy, per)
         } else {
-            let total: f64 =
-                self.cpus.iter().map(|c| c.busy_total).sum::<f64>() - self.overhead;
+            let total: f64 = self.cpus.iter().map(|c| c.busy_total).sum::<f64>() - self.overhead;
             let per = self
                 .cpus
                 .iter()

@@ -218,6 +218,8 @@ pub struct Summary {
     pub overhead_time: f64,
     pub warmup_jobs: u64,
     pub unfinished: u64,
+    /// Events processed: arrivals, ends of runs (completion, slice, burst), fluid
+    /// completions, timers (think, I/O, samples) and balancing passes.
     pub events: u64,
     /// Mean response of each batch of measured jobs, in completion order (key `batches`).
     pub response_batch_means: Vec<f64>,

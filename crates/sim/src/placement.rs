@@ -67,7 +67,11 @@ pub struct TaskPlace<'a> {
 }
 
 impl Placement {
-    pub fn parse(text: Option<&str>, choices: Option<u32>, cpus: usize) -> Result<Placement, SpecError> {
+    pub fn parse(
+        text: Option<&str>,
+        choices: Option<u32>,
+        cpus: usize,
+    ) -> Result<Placement, SpecError> {
         let name = text.unwrap_or("rr").to_ascii_lowercase();
         if choices.is_some() && name != "pod" {
             return Err(SpecError {
@@ -252,7 +256,10 @@ mod tests {
             last: 1,
             affinity: &[],
         };
-        assert_eq!(Placement::RoundRobin.select(&waking, &l, &mut rr, &mut rng), 2);
+        assert_eq!(
+            Placement::RoundRobin.select(&waking, &l, &mut rr, &mut rng),
+            2
+        );
         assert_eq!(Placement::Last.select(&waking, &l, &mut rr, &mut rng), 1);
     }
 
@@ -263,7 +270,10 @@ mod tests {
         let mut rr = 0;
         let l = loads(&[4, 2]);
         for _ in 0..50 {
-            assert_eq!(Placement::PowerOf(2).select(&fresh(&[]), &l, &mut rr, &mut rng), 1);
+            assert_eq!(
+                Placement::PowerOf(2).select(&fresh(&[]), &l, &mut rr, &mut rng),
+                1
+            );
         }
     }
 }

@@ -172,7 +172,12 @@ pub const CLASS_KEYS: &[(&str, &str)] = &[
 ];
 
 /// I/O kinds and the priority levels a Windows-style boost grants on wake-up from them.
-pub const IO_KINDS: &[(&str, f64)] = &[("disk", 1.0), ("network", 2.0), ("keyboard", 6.0), ("sound", 8.0)];
+pub const IO_KINDS: &[(&str, f64)] = &[
+    ("disk", 1.0),
+    ("network", 2.0),
+    ("keyboard", 6.0),
+    ("sound", 8.0),
+];
 
 pub struct Class {
     pub name: String,
@@ -193,10 +198,16 @@ pub struct Class {
 }
 
 pub enum Workload {
-    Open { arrival: Dist },
+    Open {
+        arrival: Dist,
+    },
     /// One entry per client: its class.
-    Closed { clients: Vec<u32> },
-    Trace { rows: Vec<TraceRow> },
+    Closed {
+        clients: Vec<u32>,
+    },
+    Trace {
+        rows: Vec<TraceRow>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,7 +288,12 @@ fn non_negative(key: &str, v: Option<f64>, default: f64) -> Result<f64, SpecErro
 }
 
 /// One of a fixed set of words.
-fn word<'a>(key: &str, v: &Option<String>, allowed: &[&'a str], default: &'a str) -> Result<&'a str, SpecError> {
+fn word<'a>(
+    key: &str,
+    v: &Option<String>,
+    allowed: &[&'a str],
+    default: &'a str,
+) -> Result<&'a str, SpecError> {
     match v {
         None => Ok(default),
         Some(text) => allowed
@@ -359,8 +375,8 @@ impl SimSpec {
                 clients: self.client_classes(&classes)?,
             }
         } else {
-            let think_given = self.think.is_some()
-                || self.classes.iter().flatten().any(|c| c.think.is_some());
+            let think_given =
+                self.think.is_some() || self.classes.iter().flatten().any(|c| c.think.is_some());
             if think_given {
                 return Err(err(
                     "think",
@@ -429,7 +445,11 @@ impl SimSpec {
         }
         let load_sample = positive("load_sample", self.load_sample)?;
         if load_sample.is_some() && time.is_none() && self.jobs.is_none() {
-            return Err(err("load_sample", self.load_sample.unwrap_or(0.0), "a run that stops (jobs or time)"));
+            return Err(err(
+                "load_sample",
+                self.load_sample.unwrap_or(0.0),
+                "a run that stops (jobs or time)",
+            ));
         }
 
         let batch_size = match (self.batches, self.jobs) {
@@ -473,13 +493,22 @@ impl SimSpec {
             return Err(err("cpus", 0, "a whole number >= 1"));
         }
         let cpus = cpus as usize;
-        let runqueues = match word("runqueues", &self.runqueues, &["global", "per-cpu"], "global")? {
+        let runqueues = match word(
+            "runqueues",
+            &self.runqueues,
+            &["global", "per-cpu"],
+            "global",
+        )? {
             "per-cpu" => Runqueues::PerCpu,
             _ => Runqueues::Global,
         };
         let per_cpu_only = |key: &str, given: bool| -> Result<(), SpecError> {
             if given && runqueues == Runqueues::Global {
-                return Err(err(key, "(given)", "runqueues = per-cpu (one global queue needs no placement or balancing)"));
+                return Err(err(
+                    key,
+                    "(given)",
+                    "runqueues = per-cpu (one global queue needs no placement or balancing)",
+                ));
             }
             Ok(())
         };
@@ -489,10 +518,19 @@ impl SimSpec {
         let balancer = balance::Settings::parse(self)?;
         if let Some(c) = self.start_pinned {
             if c as usize >= cpus {
-                return Err(err("start_pinned", c, &format!("a CPU index from 0 to {}", cpus - 1)));
+                return Err(err(
+                    "start_pinned",
+                    c,
+                    &format!("a CPU index from 0 to {}", cpus - 1),
+                ));
             }
         }
-        let boost = match word("boost", &self.boost, &["none", "windows", "linux26"], "none")? {
+        let boost = match word(
+            "boost",
+            &self.boost,
+            &["none", "windows", "linux26"],
+            "none",
+        )? {
             "windows" => Boost::Windows,
             "linux26" => Boost::Linux26 {
                 max: positive("boost_max", self.boost_max)?.unwrap_or(5.0),
@@ -529,7 +567,11 @@ impl SimSpec {
             _ => vec![ClassSpec::default()],
         };
         let global_think = Dist::parse("think", self.think.as_deref().unwrap_or("det:0"))?;
-        let global_io = self.io.as_deref().map(|t| Dist::parse("io", t)).transpose()?;
+        let global_io = self
+            .io
+            .as_deref()
+            .map(|t| Dist::parse("io", t))
+            .transpose()?;
         let global_bursts = self.bursts.unwrap_or(1);
         if global_bursts == 0 {
             return Err(err("bursts", 0, "a whole number >= 1"));
@@ -588,7 +630,11 @@ impl SimSpec {
                 None => global_io.clone(),
             };
             if bursts > 1 && io.is_none() {
-                return Err(err("io", "(missing)", "an I/O wait distribution, since jobs have more than one burst"));
+                return Err(err(
+                    "io",
+                    "(missing)",
+                    "an I/O wait distribution, since jobs have more than one burst",
+                ));
             }
             let io_boost = match &c.io_kind {
                 None => IO_KINDS[0].1,
@@ -598,12 +644,20 @@ impl SimSpec {
                     .map(|(_, b)| *b)
                     .ok_or_else(|| {
                         let names: Vec<&str> = IO_KINDS.iter().map(|(k, _)| *k).collect();
-                        err(&key("io_kind"), kind, &format!("one of {}", names.join(", ")))
+                        err(
+                            &key("io_kind"),
+                            kind,
+                            &format!("one of {}", names.join(", ")),
+                        )
                     })?,
             };
             let affinity = c.affinity.clone().unwrap_or_default();
             if let Some(bad) = affinity.iter().find(|&&c| c as usize >= cpus) {
-                return Err(err(&key("affinity"), bad, &format!("CPU indices from 0 to {}", cpus - 1)));
+                return Err(err(
+                    &key("affinity"),
+                    bad,
+                    &format!("CPU indices from 0 to {}", cpus - 1),
+                ));
             }
             out.push(Class {
                 name: c.name.clone().unwrap_or_else(|| i.to_string()),
@@ -756,18 +810,52 @@ mod tests {
             cpus: Some(2),
             ..Default::default()
         };
-        let e = SimSpec { runqueues: Some("shared".into()), ..base.clone() }.validate().err().unwrap();
+        let e = SimSpec {
+            runqueues: Some("shared".into()),
+            ..base.clone()
+        }
+        .validate()
+        .err()
+        .unwrap();
         assert_eq!((e.key.as_str(), e.value.as_str()), ("runqueues", "shared"));
         assert!(e.allowed.contains("per-cpu"));
-        let e = SimSpec { balancer: Some("linux".into()), ..base.clone() }.validate().err().unwrap();
+        let e = SimSpec {
+            balancer: Some("linux".into()),
+            ..base.clone()
+        }
+        .validate()
+        .err()
+        .unwrap();
         assert_eq!(e.key, "balancer");
         assert!(e.allowed.contains("per-cpu"));
-        let per_cpu = SimSpec { runqueues: Some("per-cpu".into()), ..base };
-        let e = SimSpec { balancer: Some("bsd".into()), ..per_cpu.clone() }.validate().err().unwrap();
+        let per_cpu = SimSpec {
+            runqueues: Some("per-cpu".into()),
+            ..base
+        };
+        let e = SimSpec {
+            balancer: Some("bsd".into()),
+            ..per_cpu.clone()
+        }
+        .validate()
+        .err()
+        .unwrap();
         assert_eq!(e.key, "balancer");
-        let e = SimSpec { start_pinned: Some(2), ..per_cpu.clone() }.validate().err().unwrap();
+        let e = SimSpec {
+            start_pinned: Some(2),
+            ..per_cpu.clone()
+        }
+        .validate()
+        .err()
+        .unwrap();
         assert_eq!(e.key, "start_pinned");
-        let e = SimSpec { placement: Some("pod".into()), choices: Some(3), ..per_cpu }.validate().err().unwrap();
+        let e = SimSpec {
+            placement: Some("pod".into()),
+            choices: Some(3),
+            ..per_cpu
+        }
+        .validate()
+        .err()
+        .unwrap();
         assert_eq!(e.key, "choices");
     }
 }

@@ -425,7 +425,6 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
             "dispatcher_switches": d["switches"],
             "dispatcher_timer_lateness_us": d["timer_lateness_us"],
             "view": d["view"],
-            "balance": d["balance"],
             "enforce": "fifo" if d["boost"] else "stop",
         })
     return s

@@ -37,7 +37,6 @@ FLAGS: list[tuple[str, str, Any]] = [
     ("hard_timeout", "kill everything after this many ms", float),
     ("sample", "placement sampling period (ms), 0 off", float),
     ("view", "dispatcher view: global or per_cpu", str),
-    ("balance", "dispatcher balance: none or lag", str),
     ("enforce", "dispatcher enforcement: stop, or fifo (chosen workers at SCHED_FIFO 1)", str),
     ("quiet_wait", "noise gate: wait up to this many ms for a quiet machine", float),
     ("noise_threshold", "noise gate: share of CPU used by others that flags a trial", float),

@@ -51,7 +51,6 @@ OS_ONLY_KEYS: dict[str, str] = {
     "hard_timeout": "kill every worker after this many ms; default derived from the work",
     "sample": "placement sampling period (ms); 0 turns it off; default max(20, tasks / 2)",
     "view": "dispatcher: global (one policy for all CPUs) or per_cpu (xv6-style); default global",
-    "balance": "dispatcher: none, or lag (tickets scaled by the CPU a task is owed); default none",
     "enforce": "dispatcher: stop (SIGSTOP/SIGCONT, workers stay SCHED_OTHER) or fifo (the same, "
                "and the workers run at SCHED_FIFO 1 so the chosen one beats foreign load); "
                "default stop",
@@ -262,15 +261,12 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
                 raise spec_error(k, v, f"a parameter of policy {dispatcher}: "
                                  f"{', '.join(sorted(names)) or 'none'}")
         params = {k: _param_value(k, v) for k, v in params.items()}
-    for key in ("view", "balance", "enforce"):
+    for key in ("view", "enforce"):
         if key in spec and dispatcher is None:
             raise spec_error(key, spec[key], "nothing under the kernel: it is a dispatcher key")
     view = spec.get("view", "global")
     if view not in ("global", "per_cpu"):
         raise spec_error("view", view, "global or per_cpu")
-    balance = spec.get("balance", "none")
-    if balance not in ("none", "lag"):
-        raise spec_error("balance", balance, "none or lag")
     enforce = spec.get("enforce", "stop")
     if enforce not in ("stop", "fifo"):
         raise spec_error("enforce", enforce, "stop or fifo")
@@ -487,7 +483,6 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             "policy": dispatcher,
             "params": params,
             "view": view,
-            "balance": balance,
             "boost": boost,
             "seed": seed,
         },

@@ -39,13 +39,22 @@ impl Settings {
             value,
             allowed: allowed.into(),
         };
-        let kind = match spec.balancer.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        let kind = match spec
+            .balancer
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             None | Some("none") => Kind::None,
             Some("linux") => Kind::Linux,
             Some("windows") => Kind::Windows,
             Some("steal") => Kind::Steal,
             Some(other) => {
-                return Err(bad("balancer", other.into(), &format!("one of {}", NAMES.join(", "))))
+                return Err(bad(
+                    "balancer",
+                    other.into(),
+                    &format!("one of {}", NAMES.join(", ")),
+                ))
             }
         };
         let positive = |key: &str, v: Option<f64>, default: f64| match v {
@@ -75,7 +84,11 @@ impl Settings {
         ];
         for (key, given) in linux_only {
             if given && kind != Kind::Linux {
-                return Err(bad(key, "(given)".into(), "balancer = linux (it is a parameter of that balancer)"));
+                return Err(bad(
+                    key,
+                    "(given)".into(),
+                    "balancer = linux (it is a parameter of that balancer)",
+                ));
             }
         }
         if spec.balance_interval.is_some() && !matches!(kind, Kind::Linux | Kind::Steal) {
@@ -230,7 +243,10 @@ pub(crate) mod test_view {
             self.draws.pop().unwrap_or(0) % n
         }
         fn migrate(&mut self, job: JobId, from: usize, to: usize) {
-            let i = self.queues[from].iter().position(|q| q.0 == job.0).expect("queued");
+            let i = self.queues[from]
+                .iter()
+                .position(|q| q.0 == job.0)
+                .expect("queued");
             let q = self.queues[from].remove(i);
             self.queues[to].push(q);
             self.moves.push((job.0, from, to));

@@ -27,7 +27,11 @@ impl Steal {
             .collect();
         let mut order = victims.clone();
         // Start at a random victim and go round, so a job some victim can give is found.
-        let start = if victims.is_empty() { 0 } else { view.draw(victims.len()) };
+        let start = if victims.is_empty() {
+            0
+        } else {
+            view.draw(victims.len())
+        };
         order.rotate_left(start);
         for from in order {
             movable(view, from, cpu, &mut self.buf);

@@ -1,0 +1,145 @@
+"""Multiprocessor scheduling against the equations of study 002 and queueing results.
+
+Study 002 (Windows and Linux load balancing on SMP) derives, for n closed-loop tasks of
+computation time tc with no think time on m CPUs, all started on CPU 0, with a timeslice TS
+owned by the task:
+
+- Linux.1.a: the balancer ends with ceil(n/m) tasks on (n mod m) CPUs and floor(n/m) on the
+  others;
+- Linux.1.b: a task on a CPU holding L tasks sees min(RT) = floor(tc/TS) * L * TS + (tc mod TS)
+  and max(RT) = min(RT) + (L - 1) * TS, the latter once every TS / (tc mod TS) requests;
+- Windows.1.a: CPU 0 keeps n - m + 1 tasks and every other CPU one;
+- Windows.1.b: E[RT] = Load(onCpu) * tc;
+- Linux.2.a: with think time tw < TS and tc > TS, E[RT] = tc * n / m - tw for n > m.
+
+The tests check these for several (n, m, tc, TS), not only the study's 7 tasks on 2 CPUs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import assert_conserved
+
+import schedlab
+
+CASES = [(7, 2, 250, 100), (5, 2, 250, 100), (9, 3, 250, 100), (10, 4, 250, 100),
+         (8, 3, 170, 50), (11, 4, 330, 100)]
+
+
+def closed_pinned(n, m, tc, ts, balancer, think=0.0, cycles=120, **extra):
+    """n tasks of tc ms each, all started on CPU 0; about `cycles` requests per task."""
+    horizon = cycles * tc * math.ceil(n / m) * 1.0
+    spec = dict(clients=n, size=f"det:{tc}", think=f"det:{think}", cpus=m, runqueues="per-cpu",
+                balancer=balancer, timeslice=ts, start_pinned=0, time=horizon,
+                warmup_time=horizon / 4, keep_jobs=True)
+    spec.update(extra)
+    return schedlab.simulate("rr", **spec)
+
+
+def linux_loads(n, m):
+    """Linux.1.a, sorted."""
+    return sorted([math.ceil(n / m)] * (n % m) + [n // m] * (m - n % m))
+
+
+def linux_peaks(load, tc, ts):
+    """Linux.1.b: (min RT, max RT) on a CPU holding `load` tasks."""
+    low = (tc // ts) * load * ts + tc % ts
+    return low, low + (load - 1) * ts
+
+
+def tasks_per_cpu(jobs):
+    return jobs.groupby("cpu")["client"].nunique()
+
+
+@pytest.mark.parametrize(("n", "m", "tc", "ts"), CASES)
+def test_linux_heavy_load_splits_evenly_and_peaks_follow_the_timeslice(n, m, tc, ts):
+    r = closed_pinned(n, m, tc, ts, "linux")
+    assert_conserved(r.summary, little_tolerance=0.05)
+    per_cpu = tasks_per_cpu(r.jobs)
+    assert sorted(per_cpu) == linux_loads(n, m)
+    # Time-weighted runnable tasks per CPU over the measured interval: exactly the split.
+    assert sorted(r.summary["runnable_mean_per_cpu"]) == pytest.approx(linux_loads(n, m))
+    for cpu, jobs in r.jobs.groupby("cpu"):
+        load = per_cpu[cpu]
+        low, high = linux_peaks(load, tc, ts)
+        values = np.round(jobs["response"].to_numpy(), 6)
+        assert set(values) <= {low, high}, (cpu, load, sorted(set(values)))
+        if tc % ts:
+            # max(RT) once every TS / (tc mod TS) requests.
+            assert (values == high).mean() == pytest.approx((tc % ts) / ts, abs=0.05)
+
+
+@pytest.mark.parametrize(("n", "m", "tc", "ts"), CASES)
+def test_windows_heavy_load_keeps_the_initial_imbalance(n, m, tc, ts):
+    r = closed_pinned(n, m, tc, ts, "windows")
+    per_cpu = tasks_per_cpu(r.jobs)
+    assert per_cpu[0] == n - m + 1  # Windows.1.a
+    assert all(per_cpu[c] == 1 for c in range(1, m))
+    for cpu, jobs in r.jobs.groupby("cpu"):
+        # Windows.1.b: E[RT] = Load * tc (the mean of the two timeslice peaks).
+        assert jobs["response"].mean() == pytest.approx(per_cpu[cpu] * tc, rel=0.02)
+    alone = r.jobs[r.jobs["cpu"] > 0]["response"]
+    assert (alone == tc).all()
+
+
+@pytest.mark.parametrize(("n", "m"), [(7, 2), (9, 2), (10, 3), (13, 4)])
+def test_linux_moderate_load_mean_follows_equation_2a(n, m):
+    tc, ts, tw = 250, 100, 10
+    r = closed_pinned(n, m, tc, ts, "linux", think=tw, cycles=300, keep_jobs=False)
+    expected = tc * n / m - tw  # Linux.2.a
+    assert r.summary["response_mean"] == pytest.approx(expected, rel=0.05)
+    # Every task gets the same service in the long run: its mean response barely varies.
+    assert r.summary["task_response_cv"] < 0.05
+
+
+def test_study_example_command_line(tmp_path):
+    """The command of the issue, with the per-job file it writes."""
+    from schedlab.cli import main
+
+    out = tmp_path / "jobs.csv"
+    code = main(["sim", "--clients", "7", "--size", "det:250", "--think", "det:0", "--cpus", "2",
+                 "--runqueues", "per-cpu", "--balancer", "linux", "--timeslice", "100",
+                 "--start-pinned", "0", "--policy", "rr", "--time", "60000",
+                 "--warmup-time", "10000", "--jobs-out", str(out), "--json"])
+    assert code == 0
+    import pandas as pd
+
+    jobs = pd.read_csv(out)
+    assert sorted(np.unique(jobs["response"].round(6))) == [650, 850, 1150]
+
+
+def test_pinned_start_load_series_shows_the_balancing():
+    r = schedlab.simulate("rr", clients=7, size="det:250", think="det:0", cpus=2,
+                          runqueues="per-cpu", balancer="linux", timeslice=100, start_pinned=0,
+                          time=5000, load_sample=50)
+    series = r.load_series
+    first = series[series["time"] == 0]
+    # Sampled before the tasks start: nothing runnable yet.
+    assert list(first["runnable"]) == [0, 0]
+    late = series[series["time"] >= 1000].groupby("cpu")["runnable"].agg(["min", "max"])
+    assert list(late["min"]) == [4, 3] and list(late["max"]) == [4, 3]
+    # The load distribution table: time shares of each CPU sum to one.
+    loads = r.loads
+    assert loads.groupby("cpu")["time_share"].sum().to_numpy() == pytest.approx([1.0, 1.0])
+
+
+def test_without_a_balancer_pinned_tasks_stay():
+    r = closed_pinned(4, 2, 100, 50, "none", cycles=20)
+    assert set(r.jobs["cpu"]) == {0}
+    assert r.summary["utilization_per_cpu"][1] == 0
+
+
+def test_steal_fills_idle_cpus_but_does_not_equalise_queues():
+    # Idle CPUs 1 and 2 each steal one job at the start and never run dry again (no think
+    # time), so the work is spread only as far as idleness demands: 4/1/1.
+    r = closed_pinned(6, 3, 100, 50, "steal", cycles=60)
+    assert min(r.summary["utilization_per_cpu"]) > 0.99
+    assert sorted(tasks_per_cpu(r.jobs)) == [1, 1, 4]
+    # With think time a CPU whose task sleeps runs dry and steals again: jobs keep moving,
+    # and the CPUs stay busy although every waking task returns to CPU 0, its ideal CPU.
+    r = closed_pinned(6, 3, 100, 50, "steal", think=30, cycles=200)
+    assert r.summary["migrations"] > 100
+    assert min(r.summary["utilization_per_cpu"]) > 0.9
