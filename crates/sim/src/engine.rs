@@ -83,6 +83,9 @@ struct Job {
     last_ran: f64,
     /// How it enters its runqueue next.
     entered: Enqueue,
+    /// Priority before wake-up boosts, and whether it is waking from I/O (Windows boosts).
+    base_priority: f64,
+    woke_from_io: bool,
 }
 
 struct Task {
@@ -510,11 +513,16 @@ impl Engine<'_> {
 
     fn next_event(&self) -> f64 {
         let timer = self.timers.peek().map_or(f64::INFINITY, |r| r.0 .0 .0);
-        self.next_arrival()
+        let work = self
+            .next_arrival()
             .min(self.cpu_until.min())
             .min(self.fluid_next.min())
-            .min(timer)
-            .min(self.balance_at)
+            .min(timer);
+        // With nothing left to arrive, run or wake, balancing passes alone would go on forever.
+        if work == f64::INFINITY {
+            return work;
+        }
+        work.min(self.balance_at)
     }
 
     fn main_loop(&mut self) {
@@ -760,9 +768,6 @@ impl Engine<'_> {
             }
             self.measured_arrivals += 1;
         }
-        if self.issued == self.issue_limit && self.cfg.time.is_none() {
-            self.measure_end = now;
-        }
         let c = &self.cfg.classes[class];
         let id = match reuse.or_else(|| self.free_jobs.pop().map(JobId)) {
             Some(id) => id,
@@ -790,6 +795,8 @@ impl Engine<'_> {
                     waited: 0.0,
                     last_ran: f64::NEG_INFINITY,
                     entered: Enqueue::Arrival,
+                    base_priority: 0.0,
+                    woke_from_io: false,
                 });
                 JobId((self.jobs.len() - 1) as u32)
             }
@@ -823,7 +830,6 @@ impl Engine<'_> {
             (NONE, f64::NEG_INFINITY)
         };
         self.jobs[id.index()] = Job {
-            view,
             seq,
             task,
             first_run: f64::NAN,
@@ -845,6 +851,9 @@ impl Engine<'_> {
             waited: 0.0,
             last_ran,
             entered,
+            base_priority: view.priority,
+            woke_from_io: false,
+            view,
         };
         if self.threads && task < self.persistent as u32 {
             self.tasks[task as usize].entity = Some(id);
@@ -856,7 +865,7 @@ impl Engine<'_> {
     /// Places a newly runnable job (new task, wake-up) and enqueues it.
     fn make_ready(&mut self, id: JobId) {
         let why = self.jobs[id.index()].entered;
-        self.wake_boost(id, why);
+        self.wake_boost(id);
         let r = if self.per_cpu { self.place(id, why) } else { 0 };
         if let Some(s) = &mut self.shares {
             let j = &self.jobs[id.index()];
@@ -1222,6 +1231,7 @@ impl Engine<'_> {
             let t = &mut self.tasks[task];
             t.boost = (t.boost - 1.0).max(0.0);
         }
+        self.apply_boost(id);
         let seq = self.jobs[id.index()].seq;
         self.cpus[c].left_unfinished = Some((id, seq));
         self.expired.push(id);
@@ -1284,39 +1294,47 @@ impl Engine<'_> {
         j.bursts_left -= 1;
         j.burst_left = j.burst_size;
         j.entered = Enqueue::Wakeup;
+        j.woke_from_io = true;
         self.ready.push(id);
     }
 
-    /// Windows and Linux 2.6 wake-up boosts: the job's effective priority as it wakes.
-    fn wake_boost(&mut self, id: JobId, why: Enqueue) {
+    /// Windows and Linux 2.6 wake-up boosts: what a wake-up earns (a Windows boost by I/O
+    /// kind; sleep time towards the Linux sleep average), then the effective priority.
+    fn wake_boost(&mut self, id: JobId) {
         let boost = self.cfg.machine.boost;
         if boost == Boost::None {
             return;
         }
         let now = self.now;
         let j = &mut self.jobs[id.index()];
-        let c = &self.cfg.classes[j.view.class as usize];
         let t = &mut self.tasks[j.task as usize];
-        let slept = if t.slept_at.is_nan() {
-            0.0
-        } else {
-            now - t.slept_at
-        };
-        t.slept_at = f64::NAN;
         match boost {
-            Boost::Windows => {
-                if why == Enqueue::Wakeup && j.io_time > 0.0 && j.bursts_left < c.bursts - 1 {
-                    t.boost = t.boost.max(c.io_boost);
-                }
-                j.view.priority = c.priority - t.boost;
+            Boost::Windows if j.woke_from_io => {
+                let c = &self.cfg.classes[j.view.class as usize];
+                t.boost = t.boost.max(c.io_boost);
             }
-            Boost::Linux26 { max, sleep_avg_max } => {
-                t.sleep_avg = (t.sleep_avg + slept).min(sleep_avg_max);
-                let bonus = 2.0 * max * t.sleep_avg / sleep_avg_max - max;
-                j.view.priority = c.priority - bonus;
+            Boost::Linux26 { sleep_avg_max, .. } if !t.slept_at.is_nan() => {
+                t.sleep_avg = (t.sleep_avg + now - t.slept_at).min(sleep_avg_max);
             }
-            Boost::None => {}
+            _ => {}
         }
+        j.woke_from_io = false;
+        t.slept_at = f64::NAN;
+        self.apply_boost(id);
+    }
+
+    /// The job's priority as the boost of its task stands now (lower runs first).
+    fn apply_boost(&mut self, id: JobId) {
+        let j = &mut self.jobs[id.index()];
+        let t = &self.tasks[j.task as usize];
+        j.view.priority = match self.cfg.machine.boost {
+            Boost::None => return,
+            Boost::Windows => j.base_priority - t.boost,
+            Boost::Linux26 { max, sleep_avg_max } => {
+                // The O(1) scheduler's bonus: -max for a CPU hog, +max for a task that sleeps.
+                j.base_priority - (2.0 * max * t.sleep_avg / sleep_avg_max - max)
+            }
+        };
     }
 
     fn fluid_done(&mut self, r: usize) {

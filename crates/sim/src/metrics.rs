@@ -14,6 +14,9 @@ pub struct Quantiles {
 const EXACT_LIMIT: usize = 4_000_000;
 /// HdrHistogram records integers: values are kept in units of 1e-6.
 const SCALE: f64 = 1e6;
+/// Largest value the histogram tracks exactly (in units of 1e-6: 1e12 time units); larger
+/// values are recorded as this one.
+const HIGHEST: u64 = 1_000_000_000_000_000_000;
 
 impl Quantiles {
     pub fn record(&mut self, v: f64) {
@@ -23,7 +26,9 @@ impl Quantiles {
         }
         self.values.push(v);
         if self.values.len() >= EXACT_LIMIT {
-            let mut h = Histogram::<u64>::new(3).expect("3 significant digits");
+            // Bounds given explicitly: `Histogram::new` starts small, and saturating records
+            // would clamp to its initial range instead of growing it.
+            let mut h = Histogram::<u64>::new_with_bounds(1, HIGHEST, 3).expect("valid bounds");
             for v in self.values.drain(..) {
                 h.saturating_record((v * SCALE).round().max(0.0) as u64);
             }
@@ -223,4 +228,32 @@ pub struct Summary {
     pub events: u64,
     /// Mean response of each batch of measured jobs, in completion order (key `batches`).
     pub response_batch_means: Vec<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_stay_right_after_switching_to_the_histogram() {
+        // Past EXACT_LIMIT values the quantiles come from an HdrHistogram with 3 significant
+        // digits: values i / 1000 for i = 1..=5M have p50 = 2500 and p99 = 4950 exactly.
+        let mut q = Quantiles::default();
+        let n = 5_000_000;
+        for i in 1..=n {
+            q.record(i as f64 / 1000.0);
+        }
+        let got = q.quantiles(&[0.5, 0.99]);
+        assert!((got[0] / 2500.0 - 1.0).abs() < 1e-3, "{got:?}");
+        assert!((got[1] / 4950.0 - 1.0).abs() < 1e-3, "{got:?}");
+    }
+
+    #[test]
+    fn exact_quantiles_are_the_lower_empirical_ones() {
+        let mut q = Quantiles::default();
+        for v in [5.0, 1.0, 4.0, 2.0, 3.0] {
+            q.record(v);
+        }
+        assert_eq!(q.quantiles(&[0.2, 0.5, 0.99, 1.0]), vec![1.0, 3.0, 5.0, 5.0]);
+    }
 }

@@ -342,6 +342,15 @@ impl SimSpec {
         let size_text = self.size.clone().unwrap_or_else(|| "exp:1".into());
         let global_size = Dist::parse("size", &size_text)?;
         let classes = self.classes(&global_size, cpus)?;
+        if machine.runqueues == Runqueues::Global && cpus > 1 {
+            if let Some(i) = classes.iter().position(|c| !c.affinity.is_empty()) {
+                return Err(err(
+                    &format!("classes[{i}].affinity"),
+                    format!("{:?}", classes[i].affinity),
+                    "runqueues = per-cpu (one global queue serves every CPU)",
+                ));
+            }
+        }
 
         let closed = self.clients.is_some() || classes_have_clients(&self.classes);
         let workload = if let Some(path) = &self.trace {
