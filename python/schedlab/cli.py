@@ -237,6 +237,9 @@ def make_parser() -> argparse.ArgumentParser:
     from schedlab.sweep import add_parsers as add_sweep_parsers  # run, report
 
     add_sweep_parsers(sub)
+    from schedlab.server import add_commands as add_server_commands  # serve, load
+
+    add_server_commands(sub)
     from schedlab.osrun.cli import add_commands as add_os_commands  # os
 
     add_os_commands(sub)

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use schedlab_sim::SpecError;
 
 mod dispatch;
+mod serve;
 mod sim;
 
 create_exception!(_core, SpecErrorPy, PyValueError);
@@ -29,5 +30,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SpecError", m.py().get_type::<SpecErrorPy>())?;
     sim::register(m)?;
     dispatch::register(m)?;
+    serve::register(m)?;
     Ok(())
 }

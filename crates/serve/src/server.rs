@@ -1,0 +1,831 @@
+//! The master thread: accepts connections, reads and parses requests, resolves files and puts
+//! the requests into the policy-ordered bounded buffer; and the connection bookkeeping around
+//! it (keep-alive, timeouts, drain on SIGINT/SIGTERM).
+//!
+//! One thread reads every connection through `mio` (epoll, edge-triggered), so thousands of
+//! connections cost one thread and a few hundred bytes each. A connection whose request is in
+//! the buffer or on a worker is "busy": the master reads nothing more from it until the worker
+//! hands it back, so responses on one connection never overtake each other. Handing back needs
+//! no message in the common case: the worker clears `busy`, and only if the master saw input
+//! meanwhile (`pending`) does the worker wake it.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use mio::net::{TcpListener, TcpStream, UnixStream};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+use serde::Serialize;
+
+use crate::clock::{ms_since, now_ns};
+use crate::config::ServeConfig;
+use crate::http::{self, Method, Parsed};
+use crate::queue::{Admit, Queue};
+use crate::root::{decode_target, Root};
+use crate::worker::{self, Job};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX - 2);
+const SIGNAL: Token = Token(usize::MAX - 3);
+const SWEEP_NS: u64 = 100_000_000;
+/// How long a connection closed after an error keeps draining input, so the client reads the
+/// error instead of a reset (nginx's lingering close).
+const LINGER_NS: u64 = 2_000_000_000;
+
+/// A client connection, shared by the master and the worker serving it.
+pub struct Conn {
+    pub stream: TcpStream,
+    token: usize,
+    busy: AtomicBool,
+    pending: AtomicBool,
+    done_at: AtomicU64,
+}
+
+enum Msg {
+    /// Handed back with input waiting.
+    Ready,
+    /// The worker is done with it and it must close (after a lingering read if `linger`).
+    Close { linger: bool },
+}
+
+impl Conn {
+    /// The worker is done and the connection stays open.
+    pub fn release(self: &Arc<Self>, sh: &Shared) {
+        self.done_at.store(now_ns(), Relaxed);
+        self.busy.store(false, SeqCst);
+        if self.pending.swap(false, SeqCst) {
+            sh.notify(self.clone(), Msg::Ready);
+        }
+    }
+
+    /// The worker is done and the connection closes: after a complete response the write side
+    /// closes and the master drains what the client still sends; after an abort, at once.
+    pub fn close_from_worker(self: &Arc<Self>, sh: &Shared, complete: bool) {
+        let _ = self.stream.shutdown(if complete {
+            Shutdown::Write
+        } else {
+            Shutdown::Both
+        });
+        sh.notify(self.clone(), Msg::Close { linger: complete });
+    }
+}
+
+/// One row of the server's per-request log.
+#[derive(Clone, Debug, Serialize)]
+pub struct Record {
+    pub request_id: i64,
+    /// HTTP status; 0 when the transfer was abandoned (client gone or too slow).
+    pub status: u16,
+    pub class: i64,
+    pub bytes: u64,
+    pub sent: u64,
+    /// First worker that served it; -1 for answers of the master (errors).
+    pub worker: i32,
+    /// When the master parsed it.
+    pub arrival_ns: u64,
+    /// When it entered the buffer (0 for answers of the master).
+    pub admitted_ns: u64,
+    /// 0 when no worker ever ran it.
+    pub first_run_ns: u64,
+    pub completion_ns: u64,
+    pub wait_ns: u64,
+    pub service_ns: u64,
+    pub turns: u32,
+    pub switches: u32,
+    pub workers: u32,
+    pub path: String,
+}
+
+/// What the master shares with the workers.
+pub struct Shared {
+    pub cfg: ServeConfig,
+    pub queue: Queue<Box<Job>>,
+    pub draining: AtomicBool,
+    inbox: Mutex<Vec<(Arc<Conn>, Msg)>>,
+    waker: Arc<Waker>,
+    pub busy_ns: Vec<AtomicU64>,
+    pub served: AtomicU64,
+    pub aborted: AtomicU64,
+}
+
+impl Shared {
+    fn notify(&self, conn: Arc<Conn>, msg: Msg) {
+        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        let wake = inbox.is_empty();
+        inbox.push((conn, msg));
+        drop(inbox);
+        if wake {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// What a server did, written to `stats` at exit and returned to the caller.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Stats {
+    pub policy: String,
+    pub workers: usize,
+    pub buffer: usize,
+    pub served: u64,
+    pub aborted: u64,
+    /// Answers of the master by status (400, 403, 404, 405, 408, 431, 503, 505).
+    pub errors: BTreeMap<u16, u64>,
+    pub connections: u64,
+    pub rejected: u64,
+    pub header_timeouts: u64,
+    pub idle_closed: u64,
+    /// Connections closed because handling them panicked (a bug; the server carries on).
+    pub panics: u64,
+    pub busy_ms: Vec<f64>,
+    /// CLOCK_MONOTONIC ns at which the policy's clock reads 0.
+    pub epoch_ns: u64,
+    pub started_ns: u64,
+    pub stopped_ns: u64,
+    /// Requests still waiting when the drain timeout ran out (not served).
+    pub dropped: u64,
+    /// Whether every request in flight at the stop signal completed.
+    pub drained: bool,
+}
+
+struct Entry {
+    conn: Arc<Conn>,
+    buf: Vec<u8>,
+    first_byte_ns: u64,
+    idle_since_ns: u64,
+    /// Whether the last read emptied the socket (edge-triggered: no event for old input).
+    drained: bool,
+    /// Closing: discard input until this time, then close.
+    linger_until: Option<u64>,
+}
+
+/// Stops a running server from another thread, as SIGTERM does.
+#[derive(Clone)]
+pub struct Handle {
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+}
+
+impl Handle {
+    pub fn stop(&self) {
+        self.stop.store(true, SeqCst);
+        let _ = self.waker.wake();
+    }
+}
+
+pub struct Server {
+    poll: Poll,
+    listener: Option<TcpListener>,
+    addr: SocketAddr,
+    sh: Arc<Shared>,
+    root: Root,
+    entries: Vec<Option<Entry>>,
+    free: Vec<usize>,
+    open: usize,
+    stop: Arc<AtomicBool>,
+    draining: bool,
+    scratch: Vec<u8>,
+    seq: u64,
+    log: Option<Sender<Record>>,
+    stats: Stats,
+    /// Requests parsed in this round of events, admitted together.
+    admits: Vec<(Box<Job>, Admit)>,
+}
+
+enum Flow {
+    /// Answered by the master; the connection stays open: parse the next request.
+    Continue,
+    /// Handed to the workers, or closed.
+    Stop,
+}
+
+impl Server {
+    /// Binds the listening socket; `port` 0 picks a free port (see `local_addr`).
+    pub fn bind(cfg: ServeConfig) -> io::Result<Server> {
+        let root = Root::new(&cfg.root)?;
+        let addr = (cfg.host.as_str(), cfg.port)
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address"))?;
+        let mut listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let policy = schedlab_policy::build(&cfg.policy, &cfg.params, cfg.seed)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let queue = Queue::new(policy, cfg.buffer, cfg.workers);
+        let stats = Stats {
+            policy: cfg.policy.clone(),
+            workers: cfg.workers,
+            buffer: cfg.buffer,
+            epoch_ns: queue.epoch_ns(),
+            ..Default::default()
+        };
+        let sh = Arc::new(Shared {
+            busy_ns: (0..cfg.workers).map(|_| AtomicU64::new(0)).collect(),
+            cfg,
+            queue,
+            draining: AtomicBool::new(false),
+            inbox: Mutex::new(Vec::new()),
+            waker,
+            served: AtomicU64::new(0),
+            aborted: AtomicU64::new(0),
+        });
+        Ok(Server {
+            poll,
+            listener: Some(listener),
+            addr,
+            sh,
+            root,
+            entries: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            stop: Arc::new(AtomicBool::new(false)),
+            draining: false,
+            scratch: vec![0; 64 * 1024],
+            seq: 0,
+            log: None,
+            stats,
+            admits: Vec::new(),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn handle(&self) -> Handle {
+        Handle {
+            stop: self.stop.clone(),
+            waker: self.sh.waker.clone(),
+        }
+    }
+
+    /// Serves until stopped (by `Handle::stop`, or SIGINT/SIGTERM when `signals`), then
+    /// drains: no new connections, idle ones close, requests in flight complete (within
+    /// `drain_timeout`), workers exit.
+    pub fn run(mut self, signals: bool) -> io::Result<Stats> {
+        // SAFETY: setting SIGPIPE to ignored is process-wide and idempotent; Rust binaries
+        // and CPython already do it. Writes use MSG_NOSIGNAL anyway; this covers sendfile.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        let mut sig_ids = Vec::new();
+        let mut sig_rx = None;
+        if signals {
+            let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
+            rx.set_nonblocking(true)?;
+            tx.set_nonblocking(true)?;
+            for s in [libc::SIGINT, libc::SIGTERM] {
+                let fd = tx.try_clone()?;
+                sig_ids.push(signal_hook::low_level::pipe::register(s, fd)?);
+            }
+            let mut rx = UnixStream::from_std(rx);
+            self.poll
+                .registry()
+                .register(&mut rx, SIGNAL, Interest::READABLE)?;
+            sig_rx = Some(rx);
+        }
+        let result = self.serve(sig_rx.as_mut());
+        for id in sig_ids {
+            signal_hook::low_level::unregister(id);
+        }
+        result
+    }
+
+    fn serve(&mut self, mut sig_rx: Option<&mut UnixStream>) -> io::Result<Stats> {
+        self.stats.started_ns = now_ns();
+        let (log_tx, logger) = match &self.sh.cfg.log {
+            Some(path) => {
+                let (tx, h) = spawn_logger(path)?;
+                (Some(tx), Some(h))
+            }
+            None => (None, None),
+        };
+        self.log = log_tx.clone();
+        let workers: Vec<JoinHandle<()>> = (0..self.sh.cfg.workers)
+            .map(|w| {
+                let sh = self.sh.clone();
+                let log = log_tx.clone();
+                std::thread::Builder::new()
+                    .name(format!("schedlab-w{w}"))
+                    .spawn(move || worker::run(sh, w, log))
+            })
+            .collect::<io::Result<_>>()?;
+        drop(log_tx);
+        if self.sh.cfg.announce {
+            use std::io::Write;
+            let mut out = io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "schedlab serve: listening on http://{} (policy {}, {} workers, buffer {})",
+                self.addr, self.sh.cfg.policy, self.sh.cfg.workers, self.sh.cfg.buffer
+            );
+            let _ = out.flush();
+        }
+        let mut events = Events::with_capacity(1024);
+        let mut last_sweep = now_ns();
+        let mut drain_deadline = u64::MAX;
+        let mut forced = false;
+        loop {
+            let timeout = if self.draining { 5 } else { 100 };
+            if let Err(e) = self
+                .poll
+                .poll(&mut events, Some(std::time::Duration::from_millis(timeout)))
+            {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept(),
+                    WAKER => self.drain_inbox(),
+                    SIGNAL => {
+                        if let Some(rx) = sig_rx.as_deref_mut() {
+                            let mut b = [0u8; 64];
+                            while matches!(rx.read(&mut b), Ok(n) if n > 0) {}
+                        }
+                        self.stop.store(true, SeqCst);
+                    }
+                    Token(t) => self.guarded(t, |s| s.on_event(t)),
+                }
+            }
+            self.flush_admits();
+            if self.stop.load(SeqCst) && !self.draining {
+                self.begin_drain();
+                drain_deadline = now_ns() + (self.sh.cfg.drain_timeout_ms * 1e6) as u64;
+            }
+            let now = now_ns();
+            if now - last_sweep >= SWEEP_NS {
+                self.sweep(now);
+                last_sweep = now;
+            }
+            if self.draining {
+                self.drain_inbox();
+                let busy = self
+                    .entries
+                    .iter()
+                    .flatten()
+                    .any(|e| e.conn.busy.load(SeqCst));
+                if self.sh.queue.in_system() == 0 && !busy {
+                    break;
+                }
+                if now > drain_deadline {
+                    forced = true;
+                    break;
+                }
+            }
+        }
+        let left = self.sh.queue.close();
+        self.stats.dropped = left.len() as u64;
+        drop(left);
+        for w in workers {
+            let _ = w.join();
+        }
+        for t in 0..self.entries.len() {
+            self.close(t);
+        }
+        self.log = None;
+        if let Some(h) = logger {
+            let _ = h.join();
+        }
+        self.stats.drained = !forced;
+        self.stats.stopped_ns = now_ns();
+        self.stats.served = self.sh.served.load(Relaxed);
+        self.stats.aborted = self.sh.aborted.load(Relaxed);
+        self.stats.busy_ms = self
+            .sh
+            .busy_ns
+            .iter()
+            .map(|b| b.load(Relaxed) as f64 / 1e6)
+            .collect();
+        if let Some(path) = &self.sh.cfg.stats {
+            write_json(path, &self.stats)?;
+        }
+        Ok(self.stats.clone())
+    }
+
+    fn accept(&mut self) {
+        loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if self.open >= self.sh.cfg.max_connections || self.draining {
+                        let msg = http::error_response(503, false);
+                        let _ = (&stream).write_nonblocking(&msg);
+                        self.stats.rejected += 1;
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    let t = self.free.pop().unwrap_or_else(|| {
+                        self.entries.push(None);
+                        self.entries.len() - 1
+                    });
+                    let fd = stream.as_raw_fd();
+                    if self
+                        .poll
+                        .registry()
+                        .register(&mut SourceFd(&fd), Token(t), Interest::READABLE)
+                        .is_err()
+                    {
+                        self.free.push(t);
+                        continue;
+                    }
+                    self.entries[t] = Some(Entry {
+                        conn: Arc::new(Conn {
+                            stream,
+                            token: t,
+                            busy: AtomicBool::new(false),
+                            pending: AtomicBool::new(false),
+                            done_at: AtomicU64::new(0),
+                        }),
+                        buf: Vec::new(),
+                        first_byte_ns: 0,
+                        idle_since_ns: now_ns(),
+                        drained: false,
+                        linger_until: None,
+                    });
+                    self.open += 1;
+                    self.stats.connections += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors (EMFILE) or a connection reset before accept: the
+                // listener stays registered and the next arrival retries.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn drain_inbox(&mut self) {
+        let msgs = std::mem::take(&mut *self.sh.inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        for (conn, msg) in msgs {
+            let Some(t) = self.token_of(&conn) else {
+                continue;
+            };
+            match msg {
+                Msg::Ready => {
+                    if self.draining {
+                        self.close(t);
+                    } else {
+                        self.guarded(t, |s| s.process(t));
+                    }
+                }
+                Msg::Close { linger } if linger && !self.draining => {
+                    let e = self.entries[t].as_mut().expect("live entry");
+                    e.linger_until = Some(now_ns() + LINGER_NS);
+                    e.buf = Vec::new();
+                    self.process(t);
+                }
+                Msg::Close { .. } => self.close(t),
+            }
+        }
+    }
+
+    fn token_of(&self, conn: &Arc<Conn>) -> Option<usize> {
+        // The pointer check refuses a slot reused by a newer connection.
+        let t = conn.token;
+        let live = self.entries.get(t)?.as_ref()?;
+        Arc::ptr_eq(&live.conn, conn).then_some(t)
+    }
+
+    /// Handles a connection; a bug that panics costs that connection, not the server.
+    fn guarded(&mut self, t: usize, f: impl FnOnce(&mut Self)) {
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self))).is_ok();
+        if !ok {
+            self.stats.panics += 1;
+            if self.entries[t]
+                .as_ref()
+                .is_some_and(|e| !e.conn.busy.load(SeqCst))
+            {
+                self.close(t);
+            }
+        }
+    }
+
+    fn on_event(&mut self, t: usize) {
+        let Some(e) = self.entries.get(t).and_then(|e| e.as_ref()) else {
+            return;
+        };
+        let conn = &e.conn;
+        if conn.busy.load(SeqCst) {
+            conn.pending.store(true, SeqCst);
+            if conn.busy.load(SeqCst) || !conn.pending.swap(false, SeqCst) {
+                return;
+            }
+        }
+        self.process(t);
+    }
+
+    /// Parses what is buffered and reads more, until a request goes to the workers, the
+    /// socket is empty, or the connection closes.
+    fn process(&mut self, t: usize) {
+        // Whether this call has read, and the last read emptied the socket: only then does a
+        // partial request wait for the next event (new input raises one, edge-triggered).
+        let mut read_empty = false;
+        loop {
+            let Some(e) = self.entries[t].as_mut() else {
+                return;
+            };
+            if e.linger_until.is_some() {
+                loop {
+                    match (&e.conn.stream).read(&mut self.scratch) {
+                        Ok(0) => return self.close(t),
+                        Ok(_) => {}
+                        Err(x) if x.kind() == io::ErrorKind::Interrupted => {}
+                        Err(x) if x.kind() == io::ErrorKind::WouldBlock => return,
+                        Err(_) => return self.close(t),
+                    }
+                }
+            }
+            if !e.buf.is_empty() {
+                match http::parse(&e.buf, self.sh.cfg.max_header) {
+                    Parsed::Complete(req) => {
+                        e.buf.drain(..req.len);
+                        let more = !e.buf.is_empty() || !e.drained;
+                        if e.buf.is_empty() && e.buf.capacity() > 4096 {
+                            e.buf = Vec::new();
+                        }
+                        e.first_byte_ns = now_ns();
+                        match self.dispatch(t, req, more) {
+                            Flow::Continue => continue,
+                            Flow::Stop => return,
+                        }
+                    }
+                    Parsed::Error(status) => {
+                        self.answer(t, status, false, None, None);
+                        return;
+                    }
+                    Parsed::Partial if read_empty => return,
+                    Parsed::Partial => {}
+                }
+            }
+            let e = self.entries[t].as_mut().expect("live entry");
+            match (&e.conn.stream).read(&mut self.scratch) {
+                Ok(0) => return self.close(t),
+                Ok(n) => {
+                    if e.buf.is_empty() {
+                        e.first_byte_ns = now_ns();
+                    }
+                    e.buf.extend_from_slice(&self.scratch[..n]);
+                    e.drained = n < self.scratch.len();
+                    read_empty = e.drained;
+                }
+                Err(x) if x.kind() == io::ErrorKind::Interrupted => {}
+                Err(x) if x.kind() == io::ErrorKind::WouldBlock => {
+                    e.drained = true;
+                    return;
+                }
+                Err(_) => return self.close(t),
+            }
+        }
+    }
+
+    fn dispatch(&mut self, t: usize, req: http::Request, more: bool) -> Flow {
+        let keep = req.keep_alive && !self.draining;
+        let rel = match decode_target(&req.target) {
+            Ok(r) => r,
+            Err(d) => {
+                let keep = keep && d != crate::root::Denied::BadRequest;
+                return self.answer(t, d.status(), keep, req.request_id, Some(&req.target));
+            }
+        };
+        let (file, size, index) = match self.root.open(&rel) {
+            Ok(f) => f,
+            Err(d) => return self.answer(t, d.status(), keep, req.request_id, Some(&req.target)),
+        };
+        let cfg = &self.sh.cfg;
+        let class = cfg.classify(req.class.as_deref(), &rel);
+        let admit = match cfg.classes.get(class as usize) {
+            Some(c) => Admit {
+                bytes: size,
+                class,
+                priority: c.priority,
+                tickets: c.tickets,
+                weight: c.weight,
+                deadline: c.deadline,
+            },
+            None => Admit {
+                bytes: size,
+                class,
+                priority: 0.0,
+                tickets: 1.0,
+                weight: 1.0,
+                deadline: None,
+            },
+        };
+        let mut head = Vec::with_capacity(256 + if size <= 16384 { size as usize } else { 0 });
+        let ctype = http::content_type(if index { b"index.html" } else { &rel });
+        http::write_head(&mut head, 200, size, ctype, keep);
+        let conn = self.entries[t].as_ref().expect("live entry").conn.clone();
+        let now = now_ns();
+        self.seq += 1;
+        let job = Box::new(Job {
+            conn: conn.clone(),
+            file,
+            size,
+            sent: 0,
+            head,
+            head_sent: false,
+            head_only: req.method == Method::Head,
+            keep_alive: keep,
+            class,
+            request_id: req.request_id,
+            path: rel,
+            seq: self.seq,
+            arrival_ns: now,
+            admitted_ns: 0,
+            first_run_ns: 0,
+            wait_ns: 0,
+            service_ns: 0,
+            turns: 0,
+            switches: 0,
+            first_worker: -1,
+            workers: Vec::new(),
+        });
+        conn.busy.store(true, SeqCst);
+        if more {
+            conn.pending.store(true, SeqCst);
+        }
+        self.admits.push((job, admit));
+        Flow::Stop
+    }
+
+    /// Puts the requests parsed since the last call into the buffer, under one lock; blocks
+    /// while it is full.
+    fn flush_admits(&mut self) {
+        if self.admits.is_empty() {
+            return;
+        }
+        let refused = self.sh.queue.push_all(&mut self.admits);
+        for job in refused {
+            job.conn.busy.store(false, SeqCst);
+            if let Some(t) = self.token_of(&job.conn) {
+                self.close(t);
+            }
+        }
+    }
+
+    /// The master answers with an error status itself.
+    fn answer(
+        &mut self,
+        t: usize,
+        status: u16,
+        keep: bool,
+        request_id: Option<u64>,
+        path: Option<&str>,
+    ) -> Flow {
+        *self.stats.errors.entry(status).or_default() += 1;
+        if let Some(log) = &self.log {
+            let now = now_ns();
+            let _ = log.send(Record {
+                request_id: request_id.map_or(-1, |i| i as i64),
+                status,
+                class: -1,
+                bytes: 0,
+                sent: 0,
+                worker: -1,
+                arrival_ns: now,
+                admitted_ns: 0,
+                first_run_ns: 0,
+                completion_ns: now,
+                wait_ns: 0,
+                service_ns: 0,
+                turns: 0,
+                switches: 0,
+                workers: 0,
+                path: path.unwrap_or("").to_string(),
+            });
+        }
+        let e = self.entries[t].as_mut().expect("live entry");
+        let msg = http::error_response(status, keep);
+        let complete = (&e.conn.stream).write_nonblocking(&msg);
+        if keep && complete {
+            e.idle_since_ns = now_ns();
+            return Flow::Continue;
+        }
+        let _ = e.conn.stream.shutdown(Shutdown::Write);
+        e.linger_until = Some(now_ns() + LINGER_NS);
+        e.buf = Vec::new();
+        self.process(t);
+        Flow::Stop
+    }
+
+    fn close(&mut self, t: usize) {
+        if let Some(e) = self.entries[t].take() {
+            let fd = e.conn.stream.as_raw_fd();
+            let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+            self.free.push(t);
+            self.open -= 1;
+        }
+    }
+
+    fn sweep(&mut self, now: u64) {
+        let header = (self.sh.cfg.header_timeout_ms * 1e6) as u64;
+        let idle = (self.sh.cfg.idle_timeout_ms * 1e6) as u64;
+        for t in 0..self.entries.len() {
+            let Some(e) = &self.entries[t] else { continue };
+            if let Some(until) = e.linger_until {
+                if now > until {
+                    self.close(t);
+                }
+                continue;
+            }
+            if e.conn.busy.load(SeqCst) {
+                continue;
+            }
+            if !e.buf.is_empty() {
+                if now.saturating_sub(e.first_byte_ns) > header {
+                    self.stats.header_timeouts += 1;
+                    self.answer(t, 408, false, None, None);
+                }
+            } else {
+                let since = e.idle_since_ns.max(e.conn.done_at.load(Relaxed));
+                if now.saturating_sub(since) > idle {
+                    self.stats.idle_closed += 1;
+                    self.close(t);
+                }
+            }
+        }
+    }
+
+    fn begin_drain(&mut self) {
+        self.draining = true;
+        self.sh.draining.store(true, SeqCst);
+        if let Some(mut l) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        for t in 0..self.entries.len() {
+            if self.entries[t]
+                .as_ref()
+                .is_some_and(|e| !e.conn.busy.load(SeqCst))
+            {
+                self.close(t);
+            }
+        }
+    }
+}
+
+trait WriteNonBlocking {
+    /// One non-blocking attempt to write all of `data`; true if it all went.
+    fn write_nonblocking(self, data: &[u8]) -> bool;
+}
+
+impl WriteNonBlocking for &TcpStream {
+    fn write_nonblocking(self, data: &[u8]) -> bool {
+        use std::io::Write;
+        let mut s = self;
+        matches!(s.write(data), Ok(n) if n == data.len())
+    }
+}
+
+fn spawn_logger(path: &Path) -> io::Result<(Sender<Record>, JoinHandle<()>)> {
+    let mut w = csv::Writer::from_path(path).map_err(io::Error::other)?;
+    let (tx, rx) = mpsc::channel::<Record>();
+    let h = std::thread::Builder::new()
+        .name("schedlab-log".into())
+        .spawn(move || {
+            for r in rx {
+                let _ = w.serialize(r);
+            }
+            let _ = w.flush();
+        })?;
+    Ok((tx, h))
+}
+
+/// Writes JSON atomically: a reader never sees half a file.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(value).map_err(io::Error::other)?,
+    )?;
+    std::fs::rename(tmp, path)
+}
+
+/// The address a server would listen on and a few facts for messages.
+pub fn describe(cfg: &ServeConfig) -> String {
+    format!(
+        "{}:{} policy {} workers {} buffer {} cost {}",
+        cfg.host,
+        cfg.port,
+        cfg.policy,
+        cfg.workers,
+        cfg.buffer,
+        cfg.cost.written()
+    )
+}
+
+/// Milliseconds of a stats' run.
+pub fn duration_ms(s: &Stats) -> f64 {
+    ms_since(s.started_ns, s.stopped_ns)
+}

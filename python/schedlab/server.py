@@ -1,0 +1,907 @@
+"""The server world: a real HTTP file server whose request queue is ordered by a schedlab
+policy, driven by schedlab's load generator over real sockets on 127.0.0.1.
+
+    schedlab.server.run(spec) -> schedlab.results.Result
+
+starts `python -m schedlab.server serve` as a child process on a free port, serves a file
+catalogue generated in a temporary root, runs the load in this process, stops the server with
+SIGTERM (it drains) and joins the generator's per-request table with the server's per-request
+log. The spec uses the simulator's keys wherever they mean the same thing (time in ms, `size`
+in ms of service through the cost model); `docs/server.md` lists the mapping. This module also
+holds the `schedlab serve` and `schedlab load` commands (`add_commands`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab import _core
+from schedlab._core import SpecError
+from schedlab.results import JOB_COLUMNS, Result, dumps, write_table
+from schedlab.spec import _param_value, find_policy, policy_catalog, spec_error
+
+# Server-world keys beyond the simulator's, with the experiment-file section they belong to.
+SERVER_KEYS: dict[str, tuple[str, str]] = {
+    "workers": ("machine", "worker threads of the server; default `cpus`, else 2"),
+    "buffer": ("machine", "bounded buffer: requests waiting for a worker, at most; default 128"),
+    "packet": ("machine", "packet size in bytes (default 65536) or lines (default 10)"),
+    "packet_unit": ("machine", "bytes or lines; default bytes"),
+    "cost": ("machine", "emulated cost per request, fixed + per size, e.g. 0ms+0.1ms/KB; "
+             "default none (real cost only)"),
+    "cost_mode": ("machine", "sleep or spin; default sleep"),
+    "max_connections": ("machine", "open connections at most; default 10000"),
+    "header_timeout": ("machine", "ms to receive a request head once begun; default 10000"),
+    "idle_timeout": ("machine", "ms a kept-alive connection may idle; default 30000"),
+    "send_timeout": ("machine", "ms a worker waits for a slow reader; default 30000"),
+    "drain_timeout": ("machine", "ms to finish requests in flight at stop; default 30000"),
+    "rate": ("workload", "open loop: requests per second (Poisson unless arrival = constant)"),
+    "duration": ("workload", "synonym of time: stop sending after this many ms"),
+    "bytes": ("workload", "file size distribution in bytes, instead of `size` through the cost"),
+    "files": ("workload", "files in the generated catalogue (per class); default 100"),
+    "catalogue": ("workload", "explicit files: list of {path, bytes, weight, class}"),
+    "zipf": ("workload", "pick files by a Zipf law of this exponent instead of uniformly"),
+    "burst": ("workload", "scripted burst: list of {at (ms), count, bytes|size|path, class}"),
+    "threads": ("experiment", "load generator threads; default 1"),
+    "connections": ("experiment", "open loop: client connections at most; default 1000"),
+    "timeout": ("experiment", "ms before a request counts as failed; default 30000"),
+    "miss": ("experiment", "a send later than this (ms) counts as missed; default 1"),
+    "keep_alive": ("experiment", "clients reuse connections; default true"),
+    "hdr_log": ("output", "keep the HdrHistogram interval log at this path"),
+    "server_log": ("output", "keep the server's per-request CSV log at this path"),
+}
+# Simulator keys with the same meaning here.
+SIM_KEYS = ("policy", "params", "arrival", "load", "size", "jobs", "time", "warmup",
+            "warmup_time", "cpus", "seed", "clients", "think", "classes", "world")
+# Simulator keys about storage or the simulator's engine, without effect here.
+IGNORED_KEYS = ("keep_jobs", "keep_schedule", "allow_unstable", "batches")
+CLASS_KEYS = ("name", "fraction", "size", "bytes", "priority", "tickets", "weight", "nice",
+              "deadline", "clients", "prefix")
+EXTRA_COLUMNS = ["sent", "status", "error", "path", "server_arrival", "service", "turns"]
+DEFAULT_FILES = 100
+MAX_CATALOGUE_BYTES = 4 << 30
+LINE = b"schedlab serves this line as part of a generated catalogue file.\n"  # 64 bytes
+
+
+# ---------------------------------------------------------------------------------------------
+# Spec -> plan
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """A validated server-world spec: what to serve, how to load it."""
+
+    policy: str
+    params: dict[str, Any]
+    cost: dict[str, float]
+    serve: dict[str, Any]
+    load: dict[str, Any]
+    files: list[tuple[str, int]]
+    classes: list[str]
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    def service_ms(self, nbytes: np.ndarray) -> np.ndarray:
+        """Uncontended service time by the cost model (NaN when there is no emulated cost)."""
+        fixed, per = self.cost["fixed_ms"], self.cost["per_byte_ms"]
+        if fixed == 0 and per == 0:
+            return np.full(len(nbytes), np.nan)
+        return fixed + np.asarray(nbytes, dtype=float) * per
+
+
+def _num(key: str, value: Any, *, integer: bool = False, low: float = 0.0,
+         strict: bool = False) -> Any:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and integer:
+        ok = float(value).is_integer()
+    if ok:
+        ok = value > low if strict else value >= low
+    if not ok:
+        kind = "a whole number" if integer else "a number"
+        raise spec_error(key, value, f"{kind} {'>' if strict else '>='} {low:g}")
+    return int(value) if integer else float(value)
+
+
+def _bytes_from_ms(key: str, ms: np.ndarray, cost: dict[str, float]) -> np.ndarray:
+    """Sim sizes (ms of service) to file sizes: fixed + B * per_byte = size."""
+    if cost["per_byte_ms"] <= 0:
+        raise spec_error(key, "(size in ms)", "a cost with a per-size part (e.g. cost = "
+                         "'0ms+0.1ms/KB') to turn ms into bytes, or `bytes` in bytes")
+    return np.maximum(0, np.round((ms - cost["fixed_ms"]) / cost["per_byte_ms"])).astype(int)
+
+
+def _sizes(key: str, text: Any, n: int, seed: int, cost: dict[str, float],
+           in_ms: bool) -> np.ndarray:
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        text = f"det:{text}"
+    values = np.asarray(_core.sample_dist(str(text), n, seed, key))
+    if in_ms:
+        return _bytes_from_ms(key, values, cost)
+    return np.maximum(0, np.round(values)).astype(int)
+
+
+def plan(spec: dict[str, Any]) -> Plan:
+    """Validates a server-world spec and draws its catalogue; writes nothing."""
+    spec = {k: v for k, v in spec.items() if v is not None}
+    policy_name = str(spec.get("policy", "fcfs"))
+    info = find_policy(policy_name)
+    param_names = {p["name"] for p in info["params"]}
+    params: dict[str, Any] = dict(spec.get("params") or {})
+    for key in list(spec):
+        if key in SIM_KEYS or key in SERVER_KEYS or key in IGNORED_KEYS:
+            continue
+        if key in param_names:
+            params[key] = spec[key]
+            continue
+        if key == "context_switch":
+            if spec[key] not in (0, 0.0):
+                raise spec_error(key, spec[key], "0 in the server world: its context switches "
+                                 "cost what they really cost")
+            continue
+        if key == "trace":
+            raise spec_error(key, spec[key], "a key of the sim world; the server world "
+                             "replays no traces (use burst or catalogue)")
+        known = sorted({*SIM_KEYS, *SERVER_KEYS, *param_names} - {"world"})
+        raise spec_error(key, spec[key], f"a server-world key ({', '.join(known)})")
+    if spec.get("world", "server") != "server":
+        raise spec_error("world", spec["world"], "server")
+    params = {k: _param_value(k, v) for k, v in params.items()}
+    seed = _num("seed", spec.get("seed", 1), integer=True)
+    cost = _core.parse_cost(str(spec.get("cost", "none")))
+    workers = spec.get("workers", spec.get("cpus", 2))
+    if "workers" in spec and "cpus" in spec and spec["workers"] != spec["cpus"]:
+        raise spec_error("workers", spec["workers"], f"the same as cpus ({spec['cpus']}) or "
+                         "only one of them")
+    workers = _num("workers", workers, integer=True, low=1)
+
+    # Classes: declared, plus those named by bursts and catalogue entries.
+    declared = list(spec.get("classes") or [])
+    classes: list[dict[str, Any]] = []
+    for i, c in enumerate(declared):
+        if not isinstance(c, dict):
+            raise spec_error(f"classes[{i}]", c, "a table of class keys")
+        for k in c:
+            if k not in CLASS_KEYS:
+                raise spec_error(f"classes[{i}].{k}", c[k],
+                                 f"a class key ({', '.join(CLASS_KEYS)})")
+        classes.append({"name": str(c.get("name", i)), **{k: v for k, v in c.items()
+                                                          if k != "name"}})
+    names = [c["name"] for c in classes]
+    if len(set(names)) != len(names):
+        raise spec_error("classes", names, "distinct class names")
+
+    def class_of(key: str, name: Any) -> str | None:
+        if name is None:
+            return None
+        name = str(name)
+        if name not in names:
+            names.append(name)
+            classes.append({"name": name})
+        return name
+
+    files: list[tuple[str, int]] = []
+    targets: list[dict[str, Any]] = []
+    catalogue = spec.get("catalogue")
+    if catalogue is not None:
+        for i, entry in enumerate(catalogue):
+            key = f"catalogue[{i}]"
+            if not isinstance(entry, dict) or "bytes" not in entry:
+                raise spec_error(key, entry, "a table {path, bytes, weight, class}")
+            path = str(entry.get("path", f"/c{i:04d}.bin"))
+            if not path.startswith("/") or ".." in path.split("/"):
+                raise spec_error(f"{key}.path", path, "a path starting with / without ..")
+            nb = _num(f"{key}.bytes", entry["bytes"], integer=True)
+            cls = class_of(key, entry.get("class"))
+            files.append((path, nb))
+            targets.append({"path": path, "weight": _num(f"{key}.weight",
+                                                         entry.get("weight", 1.0)),
+                            "class": cls})
+    burst_groups: list[dict[str, Any]] = []
+    for i, g in enumerate(spec.get("burst") or []):
+        key = f"burst[{i}]"
+        if not isinstance(g, dict):
+            raise spec_error(key, g, "a table {at, count, bytes|size|path, class}")
+        at = _num(f"{key}.at", g.get("at", 0.0))
+        count = _num(f"{key}.count", g.get("count", 1), integer=True, low=1)
+        cls = class_of(key, g.get("class"))
+        if "path" in g:
+            path = str(g["path"])
+        elif "bytes" in g or "size" in g:
+            if "bytes" in g:
+                nb = _num(f"{key}.bytes", g["bytes"], integer=True)
+            else:
+                nb = int(_bytes_from_ms(f"{key}.size", np.array([_num(f"{key}.size", g["size"])]),
+                                        cost)[0])
+            path = f"/burst/{nb}.bin"
+            if path not in {f[0] for f in files}:
+                files.append((path, nb))
+        else:
+            raise spec_error(key, g, "one of bytes, size or path")
+        burst_groups.append({"at": at, "count": count, "path": path, "class": cls})
+
+    # The workload: exactly one of closed (clients), open (arrival, rate or load) or burst.
+    class_clients = any(c.get("clients") for c in classes)
+    if "clients" in spec and class_clients:
+        raise spec_error("clients", spec["clients"], "either clients or classes[].clients, "
+                         "not both")
+    closed = "clients" in spec or class_clients
+    open_keys = [k for k in ("rate", "arrival", "load") if k in spec]
+    if closed + bool(open_keys) + bool(burst_groups) != 1:
+        given = ([k for k in ("clients",) if closed] + open_keys
+                 + (["burst"] if burst_groups else []))
+        raise spec_error(given[0] if given else "arrival", ", ".join(given) or "(none)",
+                         "one workload: clients (closed loop), arrival, rate or load (open "
+                         "loop), or burst")
+    if len(open_keys) > 1 and not (open_keys == ["rate", "arrival"]
+                                   and spec["arrival"] in ("poisson", "constant")):
+        raise spec_error(open_keys[1], spec[open_keys[1]], "only one of arrival, rate and load "
+                         "(or rate with arrival = poisson or constant)")
+
+    # A generated catalogue: `files` files per class (or in all), sizes drawn from the class's
+    # size (ms, through the cost) or bytes distribution, else the global one.
+    nfiles = _num("files", spec.get("files", DEFAULT_FILES), integer=True, low=1)
+    have_dist = any(k in spec for k in ("size", "bytes")) or any(
+        "size" in c or "bytes" in c for c in classes)
+    wants_catalogue = catalogue is None and (not burst_groups or have_dist)
+    if "size" in spec and "bytes" in spec:
+        raise spec_error("bytes", spec["bytes"], "either size (ms) or bytes, not both")
+    if wants_catalogue:
+        groups = [c for c in classes] if classes else [None]
+        for gi, c in enumerate(groups):
+            if c is not None and "size" in c and "bytes" in c:
+                raise spec_error(f"classes[{gi}].bytes", c["bytes"], "either size or bytes")
+            if c is not None and ("size" in c or "bytes" in c):
+                in_ms = "size" in c
+                key, text = (f"classes[{gi}].size", c["size"]) if in_ms else \
+                    (f"classes[{gi}].bytes", c["bytes"])
+            elif "bytes" in spec:
+                in_ms, key, text = False, "bytes", spec["bytes"]
+            elif "size" in spec or cost["per_byte_ms"] > 0:
+                in_ms, key, text = True, "size", spec.get("size", "exp:1")  # the sim's default
+            else:  # no size law and no cost to turn one into bytes: 1 KiB files
+                in_ms, key, text = False, "bytes", "det:1024"
+            sizes = _sizes(key, text, nfiles, seed * 1000 + gi, cost, in_ms)
+            prefix = f"/{c['name']}" if c is not None else ""
+            for j, nb in enumerate(sizes):
+                path = f"{prefix}/f{j:04d}.bin"
+                files.append((path, int(nb)))
+                targets.append({"path": path, "weight": 1.0,
+                                "class": c["name"] if c is not None else None})
+    total = sum(nb for _, nb in files)
+    if total > MAX_CATALOGUE_BYTES:
+        raise spec_error("files", nfiles, f"a catalogue under {MAX_CATALOGUE_BYTES >> 30} GiB "
+                         f"(this one would take {total / 2**30:.1f} GiB): fewer files or "
+                         "smaller sizes")
+
+    if "duration" in spec:
+        if "time" in spec and spec["time"] != spec["duration"]:
+            raise spec_error("duration", spec["duration"], f"the same as time ({spec['time']}) "
+                             "or only one of them")
+        spec["time"] = spec.pop("duration")
+    load: dict[str, Any] = {"seed": seed, "progress": False}
+    for k in ("jobs", "time", "warmup", "threads", "connections", "timeout", "miss",
+              "keep_alive", "zipf"):
+        if k in spec:
+            load[k] = spec[k]
+    if closed:
+        if "clients" in spec:
+            load["clients"] = _num("clients", spec["clients"], integer=True, low=1)
+        else:
+            load["clients"] = sum(int(c.get("clients") or 0) for c in classes)
+        if "think" in spec:
+            load["think"] = _dist_text(spec["think"])
+    elif burst_groups:
+        load["burst"] = burst_groups
+    elif "rate" in spec:
+        load["rate"] = _num("rate", spec["rate"], strict=True)
+        if "arrival" in spec:
+            load["arrival"] = spec["arrival"]
+    elif "arrival" in spec:
+        load["arrival"] = _dist_text(spec["arrival"])
+    else:
+        util = _num("load", spec["load"], strict=True)
+        mean = _mean_service(files, targets, classes, cost)
+        if not mean > 0:
+            raise spec_error("load", util, "a cost model giving requests a service time > 0 "
+                             "(load = rate x mean service / workers)")
+        load["arrival"] = f"exp:{mean * workers / util}"
+    if not burst_groups:
+        load["targets"] = [{k: v for k, v in t.items() if v is not None} for t in targets]
+    if classes:
+        load["classes"] = [{"name": c["name"], **({"fraction": float(c["fraction"])}
+                                                  if "fraction" in c else {}),
+                            **({"clients": int(c["clients"])} if c.get("clients") else {})}
+                           for c in classes]
+    if not burst_groups and "jobs" not in spec and "time" not in spec:
+        raise spec_error("jobs", "(missing)", "jobs or time (when to stop sending)")
+    warmup_time = spec.get("warmup_time")
+    if warmup_time is not None:
+        _num("warmup_time", warmup_time)
+
+    serve: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "workers": workers,
+                             "policy": info["name"], "seed": seed, "announce": True}
+    if params:
+        serve["params"] = params
+    for k in ("buffer", "packet", "packet_unit", "cost", "cost_mode", "max_connections",
+              "header_timeout", "idle_timeout", "send_timeout", "drain_timeout"):
+        if k in spec:
+            serve[k] = spec[k]
+    if classes:
+        serve["classes"] = [
+            {"name": c["name"], "prefix": c.get("prefix", f"/{c['name']}/"),
+             **{k: float(c[k]) for k in ("priority", "tickets", "weight", "nice", "deadline")
+                if k in c}}
+            for c in classes]
+    p = Plan(policy=info["name"], params=params, cost=cost, serve=serve, load=load,
+             files=files, classes=[c["name"] for c in classes], spec=dict(spec))
+    return p
+
+
+def _dist_text(value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"det:{value}"
+    return str(value)
+
+
+def _mean_service(files: list[tuple[str, int]], targets: list[dict[str, Any]],
+                  classes: list[dict[str, Any]], cost: dict[str, float]) -> float:
+    """Mean service time of a request by the cost model, with the generator's picking rule."""
+    size = dict(files)
+
+    def mean_of(ts: list[dict[str, Any]]) -> float:
+        w = np.array([t["weight"] for t in ts], dtype=float)
+        s = np.array([cost["fixed_ms"] + size[t["path"]] * cost["per_byte_ms"] for t in ts])
+        return float((w * s).sum() / w.sum()) if w.sum() > 0 else float("nan")
+
+    if not classes:
+        return mean_of(targets)
+    fr = np.array([float(c.get("fraction", 1.0)) for c in classes])
+    means = np.array([mean_of([t for t in targets if t["class"] in (c["name"], None)])
+                      for c in classes])
+    return float((fr * means).sum() / fr.sum())
+
+
+def validate(spec: dict[str, Any]) -> dict[str, Any]:
+    """Checks a server-world spec without starting anything; raises SpecError naming the key."""
+    p = plan(spec)
+    with tempfile.TemporaryDirectory(prefix="schedlab-validate-") as root:
+        _core.serve_validate({**p.serve, "root": root})
+        _core.load_validate({**p.load, "url": "http://127.0.0.1:9/"})
+    return p.spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+
+def write_catalogue(root: Path, files: list[tuple[str, int]]) -> None:
+    """Files of text lines (so packets of lines make sense), truncated to their size."""
+    chunk = LINE * 16384  # 1 MiB
+    for path, nbytes in files:
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as f:
+            left = nbytes
+            while left > 0:
+                part = chunk[: min(left, len(chunk))]
+                f.write(part)
+                left -= len(part)
+
+
+class ServerProcess:
+    """`python -m schedlab.server serve --config FILE` as a child; stop() sends SIGTERM."""
+
+    def __init__(self, config: dict[str, Any], workdir: Path, timeout: float = 30.0):
+        cfg_path = workdir / "serve.json"
+        cfg_path.write_text(json.dumps(config))
+        self.stderr_path = workdir / "serve.stderr"
+        self._stderr = open(self.stderr_path, "wb")
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "schedlab.server", "serve", "--config", str(cfg_path)],
+            stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+        self.url = self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> str:
+        sel = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        line = b""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while b"\n" not in line:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                self.kill()
+                raise RuntimeError(f"schedlab serve did not start within {timeout} s: "
+                                   f"{self._err()}")
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            if not chunk:
+                self.proc.wait()
+                raise RuntimeError(f"schedlab serve exited ({self.proc.returncode}): "
+                                   f"{self._err()}")
+            line += chunk
+        text = line.decode(errors="replace")
+        for word in text.split():
+            if word.startswith("http://"):
+                return word
+        self.kill()
+        raise RuntimeError(f"schedlab serve said {text!r}, not where it listens")
+
+    def _err(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace").strip()[-2000:]
+
+    def stop(self, timeout: float) -> int:
+        """SIGTERM, then wait for the drain; SIGKILL after `timeout` seconds."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RuntimeError(f"schedlab serve did not drain within {timeout} s") from None
+        finally:
+            self._stderr.close()
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run(spec: dict[str, Any]) -> Result:
+    """Runs one server-world spec and returns a Result in the common schema."""
+    p = plan(spec)
+    with tempfile.TemporaryDirectory(prefix="schedlab-server-") as tmp:
+        work = Path(tmp)
+        root = work / "root"
+        root.mkdir()
+        write_catalogue(root, p.files)
+        log_path = Path(spec.get("server_log") or work / "requests.csv")
+        stats_path = work / "stats.json"
+        hdr = spec.get("hdr_log")
+        config = {**p.serve, "root": str(root), "log": str(log_path), "stats": str(stats_path)}
+        drain_s = float(p.serve.get("drain_timeout", 30_000)) / 1e3 + 15
+        server = ServerProcess(config, work)
+        try:
+            load_cfg = {**p.load, "url": server.url}
+            if hdr:
+                load_cfg["hdr_log"] = str(hdr)
+            raw = _core.load(load_cfg)
+        except BaseException:
+            server.kill()
+            raise
+        code = server.stop(drain_s)
+        if code != 0:
+            raise RuntimeError(f"schedlab serve exited with {code}: {server._err()}")
+        stats = json.loads(stats_path.read_text())
+        log = pd.read_csv(log_path) if log_path.exists() and log_path.stat().st_size else None
+        return _result(p, raw, stats, log)
+
+
+def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
+            log: pd.DataFrame | None) -> Result:
+    s = raw["summary"]
+    jobs = request_table(raw, p, log)
+    warmup_time = p.spec.get("warmup_time")
+    if warmup_time is not None:
+        jobs = jobs[jobs["arrival"] >= float(warmup_time)].reset_index(drop=True)
+    ok = jobs[jobs["error"] == 0]
+    summary = _summary(p, ok, jobs, s, stats)
+    return Result(summary=summary, jobs=jobs, classes=_classes(p, ok), tasks=_tasks(p, ok),
+                  schedule=pd.DataFrame(columns=["cpu", "job", "task", "start", "end"]),
+                  spec={"world": "server", **p.spec})
+
+
+def request_table(raw: dict[str, Any], p: Plan | None = None,
+                  log: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The generator's requests in the common schema, joined with the server's log if any.
+
+    Columns the client cannot know (cpu, first_run, wait, context_switches, migrations) come
+    from the server's log; without it they are -1 (integers) or NaN.
+    """
+    r = {k: np.asarray(v) for k, v in raw["requests"].items()}
+    n = len(r["id"])
+    targets = raw["targets"]
+    df = pd.DataFrame({
+        "job": r["id"].astype(np.uint64),
+        "client": r["client"].astype(np.int64),
+        "class": r["class"].astype(np.int64),
+        "cpu": np.full(n, -1, dtype=np.int32),
+        "arrival": r["arrival"],
+        "first_run": np.full(n, np.nan),
+        "completion": r["completion"],
+        "size": r["bytes"].astype(float),
+        "wait": np.full(n, np.nan),
+        "response": r["completion"] - r["arrival"],
+        "slowdown": np.full(n, np.nan),
+        "context_switches": np.full(n, -1, dtype=np.int64),
+        "migrations": np.full(n, -1, dtype=np.int64),
+        "sent": r["sent"],
+        "status": r["status"].astype(np.int64),
+        "error": r["error"].astype(np.int64),
+        "path": [targets[int(t)] for t in r["target"]],
+        "server_arrival": np.full(n, np.nan),
+        "service": np.full(n, np.nan),
+        "turns": np.full(n, -1, dtype=np.int64),
+    })
+    start_ns = raw["summary"]["start_ns"]
+    if log is not None and len(log):
+        log = log[log["request_id"] >= 0].drop_duplicates("request_id", keep="last")
+        key = pd.DataFrame({"request_id": df["job"].astype(np.int64).to_numpy()})
+        m = key.merge(log, how="left", on="request_id")
+        have = m["status"].notna().to_numpy()
+        served = have & (m["worker"].fillna(-1).to_numpy() >= 0)
+
+        def col(name: str) -> np.ndarray:
+            return m[name].to_numpy(dtype=float)
+
+        def ms(name: str) -> np.ndarray:
+            return (col(name) - start_ns) / 1e6
+
+        first = ms("first_run_ns")
+        first[col("first_run_ns") == 0] = np.nan
+        df.loc[served, "cpu"] = col("worker")[served].astype(np.int32)
+        df.loc[served, "first_run"] = first[served]
+        df.loc[served, "wait"] = col("wait_ns")[served] / 1e6
+        # When it entered the buffer (the master answered errors without: when it was read).
+        admitted = np.where(col("admitted_ns") > 0, ms("admitted_ns"), ms("arrival_ns"))
+        df.loc[have, "server_arrival"] = admitted[have]
+        df.loc[served, "service"] = col("service_ns")[served] / 1e6
+        df.loc[served, "context_switches"] = col("switches")[served].astype(np.int64)
+        df.loc[served, "migrations"] = np.maximum(col("workers")[served] - 1, 0).astype(np.int64)
+        df.loc[served, "turns"] = col("turns")[served].astype(np.int64)
+        cls = col("class")
+        use = served & (cls >= 0)
+        df.loc[use, "class"] = cls[use].astype(np.int64)
+        df.loc[served, "size"] = col("bytes")[served]
+    if p is not None:
+        df["slowdown"] = df["response"] / p.service_ms(df["size"].to_numpy())
+    return df[JOB_COLUMNS + EXTRA_COLUMNS]
+
+
+def _q(x: np.ndarray, prob: float) -> float:
+    """The simulator's quantile: the ceil(p n)-th smallest value."""
+    if len(x) == 0:
+        return float("nan")
+    return float(np.quantile(x, prob, method="inverted_cdf"))
+
+
+def _jain(x: np.ndarray) -> float:
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return float("nan")
+    return float(x.sum() ** 2 / (len(x) * (x ** 2).sum())) if (x ** 2).sum() > 0 else 1.0
+
+
+def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
+             stats: dict[str, Any]) -> dict[str, Any]:
+    resp = ok["response"].to_numpy()
+    wait = ok["wait"].to_numpy()
+    wait = wait[np.isfinite(wait)]
+    slow = ok["slowdown"].to_numpy()
+    start = float(ok["arrival"].min()) if len(ok) else float("nan")
+    end = float(ok["completion"].max()) if len(ok) else float("nan")
+    span = end - start if len(ok) else float("nan")
+    workers = int(p.serve["workers"])
+    busy = [float(b) for b in stats.get("busy_ms", [])]
+    duration = float(s["duration"])
+    service = p.service_ms(ok["size"].to_numpy())
+    arrivals = ok["arrival"].to_numpy()
+    arrival_rate = (len(ok) - 1) / (arrivals.max() - arrivals.min()) if len(ok) > 1 and \
+        arrivals.max() > arrivals.min() else float("nan")
+    mean_service = float(np.mean(service)) if len(service) else float("nan")
+    nan = float("nan")
+    return {
+        "policy": p.policy, "jobs": int(len(ok)), "cpus": workers, "seed": p.load["seed"],
+        "response_mean": float(resp.mean()) if len(resp) else nan,
+        "response_p50": _q(resp, 0.5), "response_p95": _q(resp, 0.95),
+        "response_p99": _q(resp, 0.99),
+        "response_std": float(resp.std(ddof=1)) if len(resp) > 1 else 0.0 if len(resp) else nan,
+        "response_max": float(resp.max()) if len(resp) else nan,
+        "wait_mean": float(wait.mean()) if len(wait) else nan,
+        "wait_p50": _q(wait, 0.5), "wait_p95": _q(wait, 0.95), "wait_p99": _q(wait, 0.99),
+        "wait_std": float(wait.std(ddof=1)) if len(wait) > 1 else nan,
+        "slowdown_mean": float(np.nanmean(slow)) if np.isfinite(slow).any() else nan,
+        "slowdown_p99": _q(slow[np.isfinite(slow)], 0.99),
+        "throughput": len(ok) / span if span and span > 0 else nan,
+        "utilization": sum(busy) / (workers * duration) if duration > 0 and busy else nan,
+        "utilization_per_cpu": [b / duration for b in busy] if duration > 0 else [],
+        "context_switches": int(ok["context_switches"].clip(lower=0).sum()),
+        "migrations": int(ok["migrations"].clip(lower=0).sum()),
+        "jain_slowdown": _jain(slow), "jain_share": nan,
+        "offered_load": arrival_rate * mean_service / workers
+        if math.isfinite(mean_service) else nan,
+        "arrival_rate": arrival_rate,
+        "mean_in_system": float(resp.sum() / span) if span and span > 0 else nan,
+        "measure_start": start, "measure_end": end, "sim_time": duration,
+        "busy_time": float(sum(busy)),
+        "work_served": float(np.nansum(service)) if np.isfinite(service).any() else nan,
+        "overhead_time": nan, "warmup_jobs": int(s["warmup"]),
+        "unfinished": int((jobs["error"] != 0).sum()), "events": int(s["sent"]),
+        "response_batch_means": [],
+        # The server world's own.
+        "world": "server", "missed_sends": int(s["missed_sends"]), "errors": int(s["errors"]),
+        "errors_by_kind": s["errors_by_kind"], "status": s["status"], "bytes": int(s["bytes"]),
+        "duration": duration, "throughput_rps": s["throughput"], "offered_rate": s["offered_rate"],
+        "response_p999": s["response_p999"], "connections": int(s["connections"]),
+        "server_served": int(stats.get("served", 0)),
+        "server_aborted": int(stats.get("aborted", 0)),
+        "server_errors": stats.get("errors", {}), "server_drained": bool(stats.get("drained")),
+        "cost": p.serve.get("cost", "none"), "cost_mode": p.serve.get("cost_mode", "sleep"),
+        "hdr_log": s.get("hdr_log"),
+    }
+
+
+def _classes(p: Plan, ok: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    names = p.classes or ["0"]
+    for i, name in enumerate(names):
+        g = ok[ok["class"] == i] if p.classes else ok
+        r = g["response"].to_numpy()
+        rows.append({"class": name, "jobs": len(g),
+                     "response_mean": float(r.mean()) if len(r) else float("nan"),
+                     "response_p50": _q(r, 0.5), "response_p95": _q(r, 0.95),
+                     "response_p99": _q(r, 0.99),
+                     "wait_mean": float(g["wait"].mean()) if len(g) else float("nan"),
+                     "slowdown_mean": float(g["slowdown"].mean()) if len(g) else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def _tasks(p: Plan, ok: pd.DataFrame) -> pd.DataFrame:
+    if (ok["client"] < 0).all() or not len(ok):
+        return pd.DataFrame()
+    rows = []
+    for client, g in ok.groupby("client"):
+        service = g["service"].sum()
+        rows.append({"task": int(client),
+                     "class": p.classes[int(g["class"].iloc[0])] if p.classes else "0",
+                     "jobs": len(g), "response_mean": float(g["response"].mean()),
+                     "service": float(service)})
+    t = pd.DataFrame(rows)
+    total = t["service"].sum()
+    t["share"] = t["service"] / total if total > 0 else float("nan")
+    t["entitled"] = 1.0 / len(t)
+    t["share_ratio"] = t["share"] / t["entitled"]
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands: schedlab serve, schedlab load
+# ---------------------------------------------------------------------------------------------
+
+
+def _kv_arg(allowed: tuple[str, ...], texts: tuple[str, ...] = ("name", "prefix")) -> Any:
+    def parse(text: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for part in text.split():
+            key, sep, value = part.partition("=")
+            if not sep or key not in allowed:
+                raise argparse.ArgumentTypeError(f"class field '{part}': expected key=value "
+                                                 f"with key one of {', '.join(allowed)}")
+            if key in texts:
+                out[key] = value
+            else:
+                try:
+                    out[key] = float(value)
+                except ValueError:
+                    raise argparse.ArgumentTypeError(
+                        f"class field {key}={value}: expected a number") from None
+                if key == "clients":
+                    out[key] = int(out[key])
+        return out
+    return parse
+
+
+def _duration_ms(text: str) -> float:
+    """10s, 500ms, 2m or a bare number of seconds (like wrk)."""
+    scale = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3, "": 1e3}
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(us|ms|s|m|h|)\s*",
+                     text.lower())
+    if not m or not float(m.group(1)) > 0:
+        raise argparse.ArgumentTypeError(f"duration '{text}': expected a time > 0 such as "
+                                         "10s, 500ms or 2m")
+    return float(m.group(1)) * scale[m.group(2)]
+
+
+def add_commands(sub: Any) -> None:
+    """Registers `schedlab serve` and `schedlab load` on a subparsers object."""
+    p = sub.add_parser("serve", help="serve files with a policy-ordered request queue",
+                       description="HTTP/1.1 file server: a master thread parses requests into "
+                       "a bounded buffer ordered by a scheduling policy; N workers serve them. "
+                       "Stops cleanly (drains) on Ctrl-C or SIGTERM.")
+    p.add_argument("--config", help="JSON file with server keys (flags override)")
+    p.add_argument("--root", help="directory to serve")
+    p.add_argument("--host", help="address to listen on; default 127.0.0.1")
+    p.add_argument("--port", type=int, help="TCP port (0: any free port); default 8080")
+    p.add_argument("--workers", type=int, help="worker threads; default 2")
+    p.add_argument("--buffer", type=int, help="bounded buffer size; default 128")
+    p.add_argument("--policy", help="scheduling policy (schedlab policies); default fcfs")
+    p.add_argument("--packet", type=int, help="packet: bytes (default 65536) or lines (10)")
+    p.add_argument("--packet-unit", choices=None, help="bytes or lines; default bytes")
+    p.add_argument("--cost", help="emulated cost, e.g. 0.05ms+10us/KiB; default none")
+    p.add_argument("--cost-mode", help="sleep or spin; default sleep")
+    p.add_argument("--class", dest="classes", action="append",
+                   type=_kv_arg(("name", "prefix", "priority", "tickets", "weight", "nice",
+                                 "deadline")),
+                   metavar="'name=N prefix=/P/ priority=P tickets=T'", help="a request class")
+    p.add_argument("--max-connections", type=int, help="open connections at most; default 10000")
+    p.add_argument("--header-timeout", type=float, help="ms to send a request head; default 10000")
+    p.add_argument("--idle-timeout", type=float, help="ms a keep-alive connection may idle")
+    p.add_argument("--send-timeout", type=float, help="ms a worker waits for a slow reader")
+    p.add_argument("--drain-timeout", type=float, help="ms to finish in-flight requests at stop")
+    p.add_argument("--max-header", type=int, help="request head bytes at most; default 8192")
+    p.add_argument("--log", help="CSV log, one row per request")
+    p.add_argument("--stats", help="JSON stats written at exit")
+    p.add_argument("--seed", type=int, help="seed of randomised policies")
+    p.add_argument("--quiet", action="store_true", help="do not print where it listens")
+    seen: set[str] = set()
+    group = p.add_argument_group("policy parameters (see `schedlab policies`; quantum counts "
+                                 "packets)")
+    for info in policy_catalog():
+        for param in info["params"]:
+            if param["name"] not in seen:
+                seen.add(param["name"])
+                group.add_argument(f"--{param['name'].replace('_', '-')}",
+                                   dest=f"param_{param['name']}", metavar=param["kind"].upper(),
+                                   help=param["help"])
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("load", help="load generator: closed loop, open loop or a burst",
+                       description="Sends HTTP GETs over keep-alive connections and measures "
+                       "response times from the intended send time (HdrHistogram).")
+    p.add_argument("--url", required=True, help="http://HOST:PORT[/PATH]")
+    p.add_argument("--clients", type=int, help="closed loop: clients")
+    p.add_argument("--think", help="closed loop: think-time distribution in ms; default det:0")
+    p.add_argument("--rate", type=float, help="open loop: requests per second")
+    p.add_argument("--arrival", help="poisson|constant with --rate; or an inter-arrival "
+                   "distribution in ms (exp:MEAN, ...)")
+    p.add_argument("--burst", help="scripted burst, e.g. 5x/large.bin@0,10x/small.bin@50")
+    p.add_argument("--mix", help="catalogue file: lines PATH [WEIGHT [CLASS]]")
+    p.add_argument("--zipf", type=float, help="Zipf exponent over the catalogue order")
+    p.add_argument("--class", dest="classes", action="append",
+                   type=_kv_arg(("name", "fraction", "clients"), ("name",)),
+                   metavar="'name=N fraction=F clients=C'", help="a request class")
+    p.add_argument("--jobs", type=int, help="measured requests")
+    p.add_argument("--duration", type=_duration_ms, help="how long to send: 10s, 500ms, 2m")
+    p.add_argument("--warmup", type=int, help="requests left out of the results")
+    p.add_argument("--seed", type=int, help="random seed; default 1")
+    p.add_argument("--threads", type=int, help="generator threads; default 1")
+    p.add_argument("--connections", type=int, help="open loop: connections at most")
+    p.add_argument("--timeout", type=float, help="ms before a request fails; default 30000")
+    p.add_argument("--miss", type=float, help="ms of lateness that makes a send missed")
+    p.add_argument("--no-keepalive", action="store_true", help="one connection per request")
+    p.add_argument("--out", help="per-request table (.csv or .parquet)")
+    p.add_argument("--hdr-log", help="HdrHistogram interval log file")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="live progress line; default when stderr is a terminal")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.set_defaults(func=cmd_load)
+
+
+def serve_config(args: argparse.Namespace) -> dict[str, Any]:
+    cfg: dict[str, Any] = {}
+    if args.config:
+        try:
+            cfg = json.loads(Path(args.config).read_text())
+        except (OSError, ValueError) as e:
+            raise spec_error("config", args.config, f"a readable JSON file ({e})") from None
+    for key in ("root", "host", "port", "workers", "buffer", "policy", "packet", "packet_unit",
+                "cost", "cost_mode", "classes", "max_connections", "header_timeout",
+                "idle_timeout", "send_timeout", "drain_timeout", "max_header", "log", "stats",
+                "seed"):
+        value = getattr(args, key, None)
+        if value is not None:
+            cfg[key] = value
+    if args.quiet:
+        cfg["announce"] = False
+    params = dict(cfg.get("params") or {})
+    for name, value in vars(args).items():
+        if name.startswith("param_") and value is not None:
+            params[name[len("param_"):]] = _param_value(name[len("param_"):], value)
+    if params:
+        cfg["params"] = params
+    if "root" not in cfg:
+        raise spec_error("root", "(missing)", "--root DIR, the directory to serve")
+    return cfg
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    cfg = serve_config(args)
+    stats = _core.serve(cfg)
+    errors = sum(stats["errors"].values())
+    print(f"schedlab serve: stopped ({'drained' if stats['drained'] else 'drain timed out'}); "
+          f"served {stats['served']}, aborted {stats['aborted']}, errors {errors}, "
+          f"connections {stats['connections']}", file=sys.stderr)
+    return 0
+
+
+def load_config(args: argparse.Namespace) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"url": args.url}
+    for key in ("clients", "think", "rate", "arrival", "burst", "mix", "zipf", "classes", "jobs",
+                "warmup", "seed", "threads", "connections", "timeout", "miss", "hdr_log",
+                "progress"):
+        value = getattr(args, key, None)
+        if value is not None:
+            cfg[key] = value
+    if args.duration is not None:
+        cfg["time"] = args.duration
+    if args.no_keepalive:
+        cfg["keep_alive"] = False
+    if args.out and not args.out.lower().endswith((".csv", ".parquet")):
+        raise spec_error("out", args.out, "a file name ending in .csv or .parquet")
+    cfg["keep_requests"] = bool(args.out)
+    return cfg
+
+
+LOAD_ROWS = [("requests", "requests"), ("throughput", "requests/s"),
+             ("response_mean", "response mean (ms)"), ("response_p50", "response p50 (ms)"),
+             ("response_p90", "response p90 (ms)"), ("response_p99", "response p99 (ms)"),
+             ("response_p999", "response p99.9 (ms)"), ("response_max", "response max (ms)"),
+             ("errors", "errors"), ("missed_sends", "missed sends"), ("bytes", "bytes"),
+             ("duration", "duration (ms)"), ("connections", "connections")]
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    raw = _core.load(load_config(args))
+    s = raw["summary"]
+    if args.out:
+        write_table(request_table(raw), args.out)
+    if args.json:
+        print(dumps(s))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"schedlab load: {s['mode']} loop, {args.url}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, label in LOAD_ROWS:
+        v = s.get(key)
+        if isinstance(v, float) and not math.isfinite(v):
+            continue
+        table.add_row(label, f"{v:,.4g}" if isinstance(v, float) else f"{v:,}")
+    Console().print(table)
+    if s["errors_by_kind"]:
+        print("errors: " + ", ".join(f"{k} {v}" for k, v in s["errors_by_kind"].items()))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m schedlab.server serve|load ...` (what run() starts as the server)."""
+    from schedlab.cli import Parser
+
+    parser = Parser(prog="schedlab")
+    add_commands(parser.add_subparsers(dest="command", required=True, parser_class=Parser))
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except SpecError as e:
+        print(f"schedlab: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"schedlab: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
