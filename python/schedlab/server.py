@@ -593,6 +593,15 @@ def _jain(x: np.ndarray) -> float:
     return float(x.sum() ** 2 / (len(x) * (x ** 2).sum())) if (x ** 2).sum() > 0 else 1.0
 
 
+def _task_cv(ok: pd.DataFrame) -> float:
+    """Coefficient of variation of the clients' mean responses (as the simulator reports)."""
+    means = ok.groupby("client")["response"].mean()
+    means = means[means.index >= 0]
+    if len(means) < 2:
+        return float("nan")
+    return float(means.std(ddof=1) / means.mean())
+
+
 def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
              stats: dict[str, Any]) -> dict[str, Any]:
     resp = ok["response"].to_numpy()
@@ -628,6 +637,10 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
         "utilization_per_cpu": [b / duration for b in busy] if duration > 0 else [],
         "context_switches": int(ok["context_switches"].clip(lower=0).sum()),
         "migrations": int(ok["migrations"].clip(lower=0).sum()),
+        # The server has one queue (its buffer) for all workers: by Little's law its mean
+        # number of requests present is the total time they spent in it over the span.
+        "runnable_mean_per_cpu": [float(resp.sum() / span)] if span and span > 0 else [nan],
+        "task_response_cv": _task_cv(ok),
         "jain_slowdown": _jain(slow), "jain_share": nan,
         "offered_load": arrival_rate * mean_service / workers
         if math.isfinite(mean_service) else nan,

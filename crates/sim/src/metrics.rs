@@ -254,6 +254,9 @@ mod tests {
         for v in [5.0, 1.0, 4.0, 2.0, 3.0] {
             q.record(v);
         }
-        assert_eq!(q.quantiles(&[0.2, 0.5, 0.99, 1.0]), vec![1.0, 3.0, 5.0, 5.0]);
+        assert_eq!(
+            q.quantiles(&[0.2, 0.5, 0.99, 1.0]),
+            vec![1.0, 3.0, 5.0, 5.0]
+        );
     }
 }
