@@ -6,9 +6,8 @@ Schedules are worked out by hand in the comments; ties go to the job queued firs
 from __future__ import annotations
 
 import pytest
-from conftest import assert_conserved
-
 import schedlab
+from conftest import assert_conserved
 
 
 def segments(result) -> list[tuple[int, float, float]]:

@@ -17,10 +17,9 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import schedlab
 from conftest import assert_conserved
 from scipy import stats
-
-import schedlab
 
 
 def replicate(reps: int, **spec) -> list[dict]:

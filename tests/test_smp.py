@@ -21,9 +21,8 @@ import math
 
 import numpy as np
 import pytest
-from conftest import assert_conserved
-
 import schedlab
+from conftest import assert_conserved
 
 CASES = [(7, 2, 250, 100), (5, 2, 250, 100), (9, 3, 250, 100), (10, 4, 250, 100),
          (8, 3, 170, 50), (11, 4, 330, 100)]

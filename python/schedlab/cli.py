@@ -79,8 +79,9 @@ _TYPES = {"str": str, "dist": str, "int": int, "float": float}
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
     """One flag per spec key (from the core's key list, so flags, TOML keys and Python keyword
     arguments cannot drift apart), plus every policy parameter."""
-    p.add_argument("--spec", help="TOML file with spec keys ([params], [[classes]]); flags override")
-    sections: dict[str, argparse._ArgumentGroup] = {}
+    p.add_argument("--spec",
+                   help="TOML file with spec keys ([params], [[classes]]); flags override")
+    sections: dict[str, Any] = {}
     for key, help_text in SPEC_KEYS.items():
         kind = SPEC_KINDS[key]
         if kind in ("table", "classes") or key in ("keep_jobs", "keep_schedule"):
