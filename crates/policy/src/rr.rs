@@ -19,20 +19,31 @@ pub static INFO: PolicyInfo = PolicyInfo {
 };
 
 fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
-    Ok(Box::new(RoundRobin {
-        queue: FifoQueue::default(),
-        quantum: p.num_or("quantum", 10.0),
-    }))
+    Ok(Box::new(RoundRobin::new(Some(p.num_or("quantum", 10.0)))))
 }
 
+/// One FIFO queue; each turn lasts at most `quantum` (FCFS when there is none).
 pub struct RoundRobin {
     queue: FifoQueue,
-    quantum: f64,
+    quantum: Option<f64>,
+}
+
+impl RoundRobin {
+    pub fn new(quantum: Option<f64>) -> RoundRobin {
+        RoundRobin {
+            queue: FifoQueue::default(),
+            quantum,
+        }
+    }
 }
 
 impl Policy for RoundRobin {
     fn name(&self) -> &'static str {
-        "rr"
+        if self.quantum.is_some() {
+            "rr"
+        } else {
+            "fcfs"
+        }
     }
     fn enqueue(&mut self, job: &JobView, _: f64, _: Enqueue) {
         self.queue.push_back(job.id);
@@ -44,7 +55,7 @@ impl Policy for RoundRobin {
         self.queue.pop()
     }
     fn slice(&self, _: &JobView, _: f64) -> Option<f64> {
-        Some(self.quantum)
+        self.quantum
     }
     fn len(&self) -> usize {
         self.queue.len()

@@ -635,6 +635,17 @@ impl Engine<'_> {
         }
     }
 
+    /// A persistent task's entitlement from now on (0 while it is not runnable: a sleeping
+    /// task's share passes to the others).
+    fn set_entitlement(&mut self, task: usize, weight: f64) {
+        if let Some(s) = &mut self.shares {
+            if task < s.weight.len() {
+                s.weight[task] = weight;
+                s.dirty = true;
+            }
+        }
+    }
+
     fn set_in_system(&mut self, delta: i64) {
         self.in_system_area += self.in_system as f64 * self.clip(self.in_system_since, self.now);
         self.in_system_since = self.now;
@@ -867,13 +878,9 @@ impl Engine<'_> {
         let why = self.jobs[id.index()].entered;
         self.wake_boost(id);
         let r = if self.per_cpu { self.place(id, why) } else { 0 };
-        if let Some(s) = &mut self.shares {
-            let j = &self.jobs[id.index()];
-            if (j.task as usize) < s.weight.len() {
-                s.weight[j.task as usize] = self.rqs[r].policy.entitlement(&j.view);
-                s.dirty = true;
-            }
-        }
+        let j = &self.jobs[id.index()];
+        let entitled = self.rqs[r].policy.entitlement(&j.view);
+        self.set_entitlement(j.task as usize, entitled);
         self.enqueue(r, id, why);
     }
 
@@ -1250,19 +1257,15 @@ impl Engine<'_> {
         cpu.busy_window += window;
     }
 
-    /// The current burst of a running job is done and an I/O wait follows.
+    /// The current burst of a job is done and an I/O wait follows (a fluid policy has
+    /// already let the job go; `sleep` tells a discrete one).
     fn block(&mut self, id: JobId) {
         let now = self.now;
         let j = &self.jobs[id.index()];
         let (r, w, task) = (j.rq as usize, j.view.weight, j.task as usize);
         self.rqs[r].policy.sleep(&j.view, now);
         self.set_runnable(r, -1, w);
-        if let Some(s) = &mut self.shares {
-            if task < s.weight.len() {
-                s.weight[task] = 0.0;
-                s.dirty = true;
-            }
-        }
+        self.set_entitlement(task, 0.0);
         self.tasks[task].slept_at = now;
         let class = &self.cfg.classes[self.jobs[id.index()].view.class as usize];
         let io = class
@@ -1358,9 +1361,7 @@ impl Engine<'_> {
             }
             j.queued = false;
             if j.bursts_left > 0 {
-                let w = j.view.weight;
-                self.set_runnable(r, -1, w);
-                self.block_fluid(id);
+                self.block(id);
             } else {
                 j.view.remaining = 0.0;
                 j.view.attained = j.view.size;
@@ -1375,34 +1376,6 @@ impl Engine<'_> {
         }
     }
 
-    /// A fluid job's burst ended and I/O follows (it already left the fluid).
-    fn block_fluid(&mut self, id: JobId) {
-        let now = self.now;
-        let task = self.jobs[id.index()].task as usize;
-        if let Some(s) = &mut self.shares {
-            if task < s.weight.len() {
-                s.weight[task] = 0.0;
-                s.dirty = true;
-            }
-        }
-        self.tasks[task].slept_at = now;
-        let class = &self.cfg.classes[self.jobs[id.index()].view.class as usize];
-        let io = class
-            .io
-            .as_ref()
-            .expect("validated")
-            .sample(&mut self.rng_io);
-        self.jobs[id.index()].io_since = now;
-        match self.cfg.io_device {
-            IoDevice::Delay => self.timer(now + io, Timer::Io(id.0)),
-            IoDevice::Fcfs if !self.device_busy => {
-                self.device_busy = true;
-                self.timer(now + io, Timer::Io(id.0));
-            }
-            IoDevice::Fcfs => self.device_queue.push_back((id.0, io)),
-        }
-    }
-
     /// The job's last burst is done (on CPU `cpu`, or in a fluid runqueue).
     fn job_done(&mut self, id: JobId, cpu: Option<usize>) {
         let now = self.now;
@@ -1411,12 +1384,7 @@ impl Engine<'_> {
         let (task, r, w) = (j.task as usize, j.rq as usize, j.view.weight);
         let persistent = task < self.persistent;
         let closed = matches!(self.cfg.workload, Workload::Closed { .. });
-        if let Some(s) = &mut self.shares {
-            if task < s.weight.len() {
-                s.weight[task] = 0.0;
-                s.dirty = true;
-            }
-        }
+        self.set_entitlement(task, 0.0);
         let next_think = (closed && persistent && self.issued + self.pending < self.issue_limit)
             .then(|| {
                 let class = &self.cfg.classes[self.tasks[task].class as usize];
