@@ -169,6 +169,12 @@ enum Timer {
     Sample,
 }
 
+/// The seed the policy of runqueue `r` gets in a run seeded `seed`: public so that a test can
+/// replay a randomised policy's draws.
+pub fn policy_seed(seed: u64, r: usize) -> u64 {
+    stream(seed, if r == 0 { 5 } else { 100 + r as u64 }).random()
+}
+
 /// Derives independent generator streams from one seed (SplitMix64), so that changing how one
 /// stream is used does not perturb the others.
 fn stream(seed: u64, index: u64) -> Xoshiro256PlusPlus {
@@ -323,7 +329,7 @@ pub fn run(cfg: &Config) -> Result<Output, SpecError> {
     let nrq = if per_cpu { m.cpus } else { 1 };
     let mut rqs = Vec::with_capacity(nrq);
     for r in 0..nrq {
-        let seed = stream(cfg.seed, if r == 0 { 5 } else { 100 + r as u64 }).random();
+        let seed = policy_seed(cfg.seed, r);
         let mut policy = schedlab_policy::build(&cfg.policy, &cfg.params, seed)?;
         let fluid = policy.service() == Service::Fluid;
         if fluid {

@@ -4,13 +4,17 @@ use schedlab_sim::spec::{RawParam, SimSpec};
 use schedlab_sim::{simulate, Output};
 
 fn trace(rows: &str) -> String {
+    trace_with("arrival,size", rows)
+}
+
+fn trace_with(header: &str, rows: &str) -> String {
     let dir = std::env::temp_dir().join(format!("schedlab-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!(
         "{:x}.csv",
-        rows.len() * 31 + rows.bytes().map(|b| b as usize).sum::<usize>()
+        rows.len() * 31 + header.len() * 7 + rows.bytes().map(|b| b as usize).sum::<usize>()
     ));
-    std::fs::write(&path, format!("arrival,size\n{rows}")).unwrap();
+    std::fs::write(&path, format!("{header}\n{rows}")).unwrap();
     path.to_string_lossy().into_owned()
 }
 
@@ -86,4 +90,52 @@ fn conservation_and_littles_law_mm1() {
         "E[T]={}",
         s.response_mean
     );
+}
+
+#[test]
+fn lottery_schedule_segment_by_segment() {
+    // Job 0 (3 tickets, 4 units) and job 1 (1 ticket, 3 units) at time 0, quantum 1, one CPU.
+    // Every turn is a whole quantum, so no compensation tickets arise. Each turn a ticket is
+    // drawn among the queued jobs: u in [0, total); job 0 holds [0, 3) while queued, job 1 the
+    // next ticket(s). The draws are replayed from the policy's own seeded generator.
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    let spec = SimSpec {
+        policy: Some("lottery".into()),
+        params: Some([("quantum".to_string(), RawParam::Num(1.0))].into()),
+        trace: Some(trace_with("arrival,size,tickets", "0,4,3\n0,3,1\n")),
+        keep_schedule: Some(true),
+        seed: Some(9),
+        ..Default::default()
+    };
+    let out = simulate(&spec).unwrap();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(schedlab_sim::engine::policy_seed(9, 0));
+    let mut left = [4.0, 3.0];
+    let tickets = [3.0, 1.0];
+    let mut t = 0.0;
+    let mut expected = Vec::new();
+    while left.iter().any(|&l| l > 0.0) {
+        let total: f64 = (0..2).filter(|&j| left[j] > 0.0).map(|j| tickets[j]).sum();
+        let u = rng.random::<f64>() * total;
+        let winner = if left[0] > 0.0 && u < tickets[0] {
+            0
+        } else {
+            1
+        };
+        let winner = if left[winner] > 0.0 { winner } else { 0 };
+        expected.push((winner as u64, t, t + 1.0));
+        left[winner] -= 1.0;
+        t += 1.0;
+    }
+    let got: Vec<(u64, f64, f64)> = out
+        .schedule
+        .unwrap()
+        .iter()
+        .map(|s| (s.job, s.start, s.end))
+        .collect();
+    assert_eq!(got, expected);
+    // Both jobs were drawn while both were queued: the replay covered real draws.
+    let first_of_1 = expected.iter().position(|s| s.0 == 1).unwrap();
+    assert!(first_of_1 < 6, "{expected:?}");
 }
