@@ -7,6 +7,7 @@
 
 mod cfs;
 mod edf;
+mod eevdf;
 mod fb;
 mod fcfs;
 mod keyed;
@@ -184,6 +185,7 @@ pub static POLICIES: &[&PolicyInfo] = &[
     &stride::INFO,
     &mlfq::INFO,
     &cfs::INFO,
+    &eevdf::INFO,
     &edf::INFO,
 ];
 
