@@ -4,9 +4,8 @@ checked in test_experiments.py)."""
 
 from __future__ import annotations
 
-from conftest import ROOT
-
 import schedlab
+from conftest import ROOT
 from schedlab import theory
 from schedlab.results import JOB_COLUMNS
 

@@ -16,6 +16,7 @@ import schedlab
 from conftest import ROOT, SCHEDLAB, cli_env
 from schedlab import experiment as ex
 from schedlab import stats, sweep
+from schedlab.report import make_report
 
 EXPERIMENTS = sorted((ROOT / "experiments").glob("*/*.toml"))
 
@@ -77,11 +78,94 @@ def test_experiment_runs_quick_and_reports(path, quick_run):
     assert html.count('<svg class="plot"') >= 2
     exp = ex.load(path, quick=True)
     res = schedlab.load_results(out)
-    # One row per world x point x policy x replication, every metric finite where it must be.
-    assert len(res.summaries) == len(exp.worlds) * len(exp.points) * len(exp.labels) \
-        * exp.replications
+    # One row per world x point x policy x replication (each world has its own count), or a
+    # skipped run with its reason; every response time positive.
+    expected = sum(len(exp.points) * len(exp.labels) * exp.replications_of(w)
+                   for w in exp.worlds)
+    assert len(res.summaries) + len(res.skipped) == expected
+    assert res.skipped["reason"].str.len().gt(0).all()
     assert res.summaries["response_mean"].gt(0).all()
     assert res.manifest["status"] == "complete" and res.manifest["quick"] is True
+
+
+# ---------------------------------------------------------------------------------------------
+# The os-world files: real processes beside the simulator, from one file each
+# ---------------------------------------------------------------------------------------------
+
+
+def quick_results(quick_run, *parts: str) -> schedlab.Results:
+    return schedlab.load_results(quick_run(ROOT.joinpath("experiments", *parts)))
+
+
+def test_linux_grid_runs_in_os_and_sim_from_one_file(quick_run):
+    res = quick_results(quick_run, "linux-policies", "grid-os.toml")
+    s = res.summaries
+    os_runs, sim = s[s.world == "os"], s[s.world == "sim"]
+    # Every cell of the 3 x 3 x 3 grid ran on real processes, every process finished.
+    assert len(os_runs) == 27 and os_runs["unfinished"].eq(0).all()
+    assert (os_runs["jobs"] == os_runs["workload.batch"]).all()
+    # The simulator has no model of a synchronous write: those 18 runs are skipped, with why.
+    assert len(sim) == 9 and set(sim["case"]) == {"cpu"}
+    assert len(res.skipped) == 18 and res.skipped["reason"].str.contains("synchronous").all()
+    # CPU batches: FIFO and RR (100 ms slices, longer than a 20 ms job) serve the batch in
+    # order, mean response size * (N/m + 1) / 2 exactly in the simulator; on real processes
+    # within 15%. CFS shares the CPUs: its mean is far later.
+    cpu = s[s.case == "cpu"].set_index(["world", "workload.batch", "label"])["response_mean"]
+    for n in (4, 16, 64):
+        fifo = 20 * (n / 2 + 1) / 2
+        assert cpu["sim", n, "FIFO"] == pytest.approx(fifo)
+        assert cpu["os", n, "FIFO"] == pytest.approx(fifo, rel=0.15)
+        assert cpu["os", n, "RR"] == pytest.approx(fifo, rel=0.15)
+    assert cpu["os", 64, "CFS"] > 1.5 * cpu["os", 64, "FIFO"]
+    assert cpu["os", 64, "CFS"] == pytest.approx(cpu["sim", 64, "CFS"], rel=0.15)
+
+
+def test_pinned_start_reports_the_load_over_time_in_both_worlds(quick_run):
+    res = quick_results(quick_run, "smp-balancing", "pinned-os.toml")
+    s = res.summaries.set_index("world")
+    # Real processes: all 7 on CPU 0 until the release at 500 ms.
+    assert list(s.loc["os", "load_distribution_start"]) == [7.0, 0.0]
+    for world in ("os", "sim"):
+        series = res.run_table(s.loc[world, "run"], "load_series")
+        assert list(series.columns) == ["time", "cpu", "runnable"], world
+        assert set(series["cpu"]) == {0, 1}, world
+        # 7 tasks that never think: all of them runnable at (nearly) every sample.
+        total = series.groupby("time")["runnable"].sum()
+        assert total.median() == 7, world
+    html = make_report(res.dir, res.dir / "pinned.html").read_text()
+    assert html.count('<figure class="figure" data-plot="load_series">') == 1
+
+
+def test_xv6_lottery_tests_on_real_processes_and_in_sim(quick_run):
+    res = quick_results(quick_run, "xv6", "os-lottery.toml")
+    t = res.tasks
+    g = t.groupby(["world", "case", "machine.cpus", "label", "class"])[["share", "entitled"]] \
+        .sum().reset_index()
+    assert set(g.world) == {"os", "sim"} and set(g["machine.cpus"]) == {1, 2}
+    # Balanced draws keep every group within 3 points of its tickets' share on 1 and 2 CPUs,
+    # in both worlds, over only 1 s (100 draws per CPU) under --quick.
+    bal = g[(g.label == "lottery, balance") & g.case.isin(["low_process_count",
+                                                           "starvation_check"])]
+    assert len(bal) == 2 * 2 * (3 + 3)
+    assert (bal.share - bal.entitled).abs().max() < 0.03, bal.to_string()
+
+
+def test_xv6_priority_tests_on_real_processes_and_in_sim(quick_run):
+    res = quick_results(quick_run, "xv6", "os-priority.toml")
+    c = res.classes.set_index(["world", "case", "machine.cpus", "label", "class"])
+    r = c["response_mean"]
+    for world in ("os", "sim"):
+        for cpus in (1, 2):
+            # Priority 0 protects the light process of the starvation check: about its 1 ms.
+            assert r[world, "starvation_check", cpus, "xv6 priority", "light"] < 3.0
+            # Sleepers at priority 10 wait behind the CPU-bound processes at 0; RR does not.
+            assert r[world, "mixed_load", cpus, "xv6 priority", "io"] > \
+                1.5 * r[world, "mixed_load", cpus, "RR", "io"]
+    # CPU-heavy: 10 jobs of 100 ms; the real processes are within 10% of the simulator.
+    for cpus in (1, 2):
+        for label in ("xv6 priority", "RR"):
+            assert r["os", "cpu_heavy", cpus, label, "p5"] == pytest.approx(
+                r["sim", "cpu_heavy", cpus, label, "p5"], rel=0.10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,7 +465,8 @@ def test_a_failing_run_fails_the_sweep_and_a_rerun_retries_only_it(tmp_path, mon
     with pytest.raises(sweep.SweepFailed, match="6 of 12 runs failed.*failed on purpose"):
         schedlab.run(d, out=out, workers=2)
     m = json.loads((out / "manifest.json").read_text())
-    assert m["status"] == "failed" and m["counts"] == {"done": 6, "pending": 0, "failed": 6}
+    assert m["status"] == "failed" and m["counts"] == {"done": 6, "pending": 0, "failed": 6,
+                                                       "skipped": 0}
     kept = {f.name: f.stat().st_mtime_ns for f in (out / "runs").glob("*.json")}
     assert len(kept) == 6
     monkeypatch.setattr(sys.modules[__name__], "FAIL_AT_07", False)

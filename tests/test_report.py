@@ -14,7 +14,7 @@ import pytest
 import schedlab
 from conftest import ROOT
 from schedlab import experiment as ex
-from schedlab.report import make_report
+from schedlab.report import make_report, world_gap
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -24,7 +24,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 # small runs with their schedules for the Gantt chart.
 SMALL = {
     "experiment": {"name": "report-test", "replications": 2, "seed": 3, "keep_jobs": True,
-                   "keep_schedule": "first", "description": "Every plot at once."},
+                   "keep_schedule": "first", "load_sample": 5,
+                   "description": "Every plot at once."},
     "workload": {"think": "exp:4", "size": "exp:1", "jobs": 60,
                  "classes": [{"name": "gold", "tickets": 3, "clients": 2},
                              {"name": "lead", "tickets": 1, "clients": 2}]},
@@ -68,8 +69,7 @@ def render(html: Path, *args: str) -> subprocess.CompletedProcess:
 def test_report_writes_figures_and_one_self_contained_html(small):
     out, html = small
     assert html == out / "report.html"
-    for name in ("response", "percentiles", "throughput", "fairness", "share", "classes",
-                 "cdf", "load", "gantt"):
+    for name in ex.PLOTS:
         png, svg = out / "report" / f"{name}.png", out / "report" / f"{name}.svg"
         assert png.stat().st_size > 5000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert "<svg" in svg.read_text()[:2000], name
@@ -164,12 +164,23 @@ def test_report_cli_on_a_study(tmp_path):
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "c.html").read_text()
     assert 'data-plot="gantt"' in text and 'data-plot="classes"' in text
+    assert 'id="worlds"' in text  # sim and server side by side, with the gap
     res = schedlab.load_results(out)
-    small = res.classes[res.classes["class"] == "small"].set_index("label")["response_mean"]
+    classes = res.classes.groupby(["world", "class", "label"])["response_mean"].mean()
+    sim, server = classes["sim"], classes["server"]
     # The convoy: 68.9 ms for a small request behind the large ones (study: 73.7), 9.5 ms
     # when the smallest goes first (study: 11.6).
-    assert small["FCFS"] == pytest.approx(68.91275, abs=1e-6)
-    assert small["SFF"] == pytest.approx(9.4615, abs=1e-6)
+    assert sim["small", "FCFS"] == pytest.approx(68.91275, abs=1e-6)
+    assert sim["small", "SFF"] == pytest.approx(9.4615, abs=1e-6)
+    # The same file over real sockets (2 workers, buffer 5, emulated I/O as sleeps): SFF cuts
+    # the small-file mean at least 5x while the large-file mean moves by less than 10%, and
+    # each class is within 10% (+2 ms of real overhead) of the simulator.
+    assert server["small", "FCFS"] / server["small", "SFF"] >= 5.0
+    assert abs(server["large", "SFF"] / server["large", "FCFS"] - 1) < 0.10
+    for key, value in sim.items():
+        assert abs(server[key] - value) <= 0.10 * value + 2.0, (key, server[key], value)
+    gap = world_gap(res)
+    assert set(gap["world"]) == {"server"} and len(gap) == 2
     r = subprocess.run([str(ROOT / ".venv" / "bin" / "schedlab"), "report",
                         str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "manifest.json" in r.stderr

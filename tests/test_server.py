@@ -401,17 +401,19 @@ def test_same_spec_in_sim_and_server_worlds_agree(tmp_path: Path) -> None:
     (a trace), so the two differ only by what is real: per-request overhead and noise."""
     from schedlab.server import run
 
-    # M/D/1 at load 0.5, service 4 ms: theory 4 + 0.5 * 4 / (2 * 0.5) = 6 ms.
-    spec = {"policy": "fcfs", "arrival": "exp:8", "size": "det:4", "jobs": 600, "seed": 2}
+    # M/D/1 at load 0.5, service 10 ms: theory 10 + 0.5 * 10 / (2 * 0.5) = 15 ms. A service
+    # time well above the server's own per-request overhead (a fraction of a ms) and above
+    # the scheduling hiccups of a shared machine keeps the comparison about the model.
+    spec = {"policy": "fcfs", "arrival": "exp:20", "size": "det:10", "jobs": 400, "seed": 2}
     sim = schedlab.simulate(**spec).summary["response_mean"]
-    assert abs(sim - 6.0) / 6.0 < 0.15, sim  # 600 jobs: s.e. about 5%
+    assert abs(sim - 15.0) / 15.0 < 0.15, sim  # 400 jobs: s.e. about 6%
     r = run({**spec, "cost": "0ms+0.01ms/KB", "workers": 1, "files": 4})
     srv = r.summary
-    assert srv["jobs"] == 600 and srv["errors"] == 0
+    assert srv["jobs"] == 400 and srv["errors"] == 0
     j = r.jobs
     trace = tmp_path / "trace.csv"
-    size_ms = j["size"] * 0.01 / 1000  # back through the cost model: 400,000 bytes -> 4 ms
-    assert np.allclose(size_ms, 4.0)
+    size_ms = j["size"] * 0.01 / 1000  # back through the cost model: 10^6 bytes -> 10 ms
+    assert np.allclose(size_ms, 10.0)
     trace.write_text("arrival,size\n" + "".join(f"{a},{z}\n" for a, z in zip(j["arrival"],
                                                                              size_ms,
                                                                              strict=True)))

@@ -1,11 +1,14 @@
 """Experiment files: parse, validate, expand into runs.
 
 An experiment file (TOML) has the sections [experiment], [workload], [machine], [[policy]],
-[sweep], [report] and [quick]. Which spec key goes in which section comes from the Rust core
-(`schedlab.spec.SPEC_SECTIONS`), so a key added there is accepted here without a change.
+[sweep], [report], [worlds] and [quick]. Which spec key goes in which section comes from the
+worlds themselves: the Rust core's keys (`schedlab.spec.SPEC_SECTIONS`), the server world's
+(`schedlab.server.SERVER_KEYS`) and the os world's (`schedlab.osrun.OS_KEYS`), gathered by
+`schedlab.worlds.file_keys`, so a key added to a world is accepted here without a change.
 pydantic checks the structure (sections, unknown keys, types of the keys this module owns);
-the core checks every value of every run, and its errors are mapped back to the path of the
-key in the file (`workload.size`, `policy[2].quantum`, `sweep.workload.load`), so a bad file
+each world checks every value of every run (after `schedlab.worlds.translate` has read the
+run's keys the way that world understands them), and its errors are mapped back to the path of
+the key in the file (`workload.size`, `policy[2].quantum`, `sweep.workload.load`), so a bad file
 gives one line naming what to fix, before anything is written.
 """
 
@@ -28,18 +31,34 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from schedlab._core import SpecError
 from schedlab.spec import (
-    CLASS_KEYS,
-    SPEC_KEYS,
     SPEC_SECTIONS,
     find_policy,
     policy_catalog,
     spec_error,
 )
+from schedlab.worlds import (
+    KERNEL,
+    KERNEL_LABELS,
+    KERNEL_PARAMS,
+    WORLDS,
+    class_keys,
+    file_keys,
+    kernel_policies,
+    translate,
+)
 
-WORLDS = ("sim", "server", "os")
 PLOTS = ("response", "percentiles", "throughput", "fairness", "share", "classes", "cdf",
-         "load", "gantt")
-SECTIONS = ("experiment", "workload", "machine", "policy", "sweep", "report", "quick")
+         "load", "load_series", "gantt")
+SECTIONS = ("experiment", "workload", "machine", "policy", "sweep", "report", "worlds",
+            "quick")
+# Keys of [worlds.NAME] besides the world's [experiment] keys: how long a world runs.
+RUN_LENGTH = {
+    "replications": "independent runs per sweep point and policy in this world",
+    "jobs": "measured jobs per run in this world",
+    "time": "run length (ms) in this world",
+    "warmup": "jobs discarded at the start in this world",
+    "warmup_time": "jobs arriving before this time (ms) are discarded in this world",
+}
 # Spec keys that decide what is stored, not what is simulated: left out of a run's identity.
 OUTPUT_SECTION = "output"
 QUICK_JOBS = 5_000
@@ -111,29 +130,47 @@ class ReportFields(Strict):
     title: str | None = Field(None, description="report title; default the experiment name")
 
 
+def _keys_of(section: str, skip: set[str]) -> dict[str, Any]:
+    return {k: (Any, Field(None, description=fk.help)) for k, fk in file_keys().items()
+            if fk.section == section and k not in skip}
+
+
 @cache
 def _models() -> dict[str, type[BaseModel]]:
-    """pydantic models of every section, built from the core's key list."""
-
-    def keys(section: str, skip: set[str]) -> dict[str, Any]:
-        return {k: (Any, Field(None, description=SPEC_KEYS[k])) for k, s in SPEC_SECTIONS.items()
-                if s == section and k not in skip}
-
+    """pydantic models of every section, built from the worlds' key lists."""
     owned = set(ExperimentFields.model_fields)
     cls = create_model("WorkloadClass", __base__=Strict,
-                       **{k: (Any, Field(None, description=h)) for k, h in CLASS_KEYS.items()})
-    workload = keys("workload", {"classes"})
-    if "classes" in SPEC_SECTIONS:
-        workload["classes"] = (list[cls] | None, Field(None, description=SPEC_KEYS["classes"]))
+                       **{k: (Any, Field(None, description=fk.help))
+                          for k, fk in class_keys().items()})
+    workload = _keys_of("workload", {"classes"})
+    workload["classes"] = (list[cls] | None, Field(None, description=file_keys()["classes"].help))
     experiment = create_model("Experiment", __base__=ExperimentFields,
-                              **keys("experiment", owned), **keys(OUTPUT_SECTION, owned))
-    machine = create_model("Machine", __base__=Strict, **keys("machine", set()))
+                              **_keys_of("experiment", owned), **_keys_of(OUTPUT_SECTION, owned))
+    machine = create_model("Machine", __base__=Strict, **_keys_of("machine", set()))
     workload_m = create_model("Workload", __base__=Strict, **workload)
+
+    def world_table(world: str) -> type[BaseModel]:
+        fields: dict[str, Any] = {
+            "replications": (int | None, Field(None, ge=1,
+                                               description=RUN_LENGTH["replications"]))}
+        fields.update({k: (Any, Field(None, description=h)) for k, h in RUN_LENGTH.items()
+                       if k != "replications"})
+        for k, fk in file_keys().items():
+            if fk.section in ("experiment", OUTPUT_SECTION) and world in fk.worlds \
+                    and k not in fields and k not in owned and k != "seed":
+                fields[k] = (Any, Field(None, description=fk.help))
+        return create_model(f"World_{world}", __base__=Strict, **fields)
+
+    tables = {w: world_table(w) for w in WORLDS}
+    worlds = create_model("Worlds", __base__=Strict,
+                          **{w: (m | None, Field(None, description=f"run length and "
+                                                 f"measurement keys of the {w} world"))
+                             for w, m in tables.items()})
     quick = create_model(
         "Quick", __base__=Strict,
         experiment=(dict[str, Any] | None, None), workload=(dict[str, Any] | None, None),
         machine=(dict[str, Any] | None, None), sweep=(dict[str, Any] | None, None),
-        report=(dict[str, Any] | None, None))
+        report=(dict[str, Any] | None, None), worlds=(dict[str, Any] | None, None))
     top = create_model(
         "ExperimentFile", __base__=Strict,
         experiment=(experiment, Field(default_factory=experiment)),
@@ -142,10 +179,22 @@ def _models() -> dict[str, type[BaseModel]]:
         policy=(list[PolicyEntry], Field(min_length=1)),
         sweep=(SweepFields, Field(default_factory=SweepFields)),
         report=(ReportFields, Field(default_factory=ReportFields)),
+        worlds=(worlds, Field(default_factory=worlds)),
         quick=(quick | None, None),
     )
     return {"top": top, "experiment": experiment, "workload": workload_m, "machine": machine,
-            "classes": cls, "quick": quick}
+            "classes": cls, "quick": quick, **{f"worlds.{w}": m for w, m in tables.items()}}
+
+
+def key_worlds(section: str, key: str) -> tuple[str, ...]:
+    """The worlds that have a key of a section natively (the others translate or drop it)."""
+    if section == "workload.classes":
+        fk = class_keys().get(key)
+    elif section in ("experiment", "workload", "machine"):
+        fk = file_keys().get(key)
+    else:
+        fk = None
+    return fk.worlds if fk is not None else WORLDS
 
 
 def section_keys() -> dict[str, dict[str, str]]:
@@ -164,10 +213,14 @@ def section_keys() -> dict[str, dict[str, str]]:
         "sweep": {**fields(SweepFields), "SECTION.KEY": "a list of values for the key at "
                   "that path: workload.load, machine.cpus, experiment.warmup, policy.quantum "
                   "(every policy with that parameter), policy.LABEL.quantum (one policy), "
-                  "workload.classes[1].tickets"},
+                  "workload.classes[1].tickets",
+                  "case": "[[sweep.case]]: named points, each a table with `name` and partial "
+                  "[workload], [machine] and [experiment] tables that replace the base keys "
+                  "(a test suite in one file); combined with the other sweep keys"},
         "report": fields(ReportFields),
+        **{f"worlds.{w}": fields(m[f"worlds.{w}"]) for w in WORLDS},
         "quick": {s: f"overrides of [{s}] used by --quick" for s in
-                  ("experiment", "workload", "machine", "sweep", "report")},
+                  ("experiment", "workload", "machine", "sweep", "report", "worlds")},
     }
 
 
@@ -191,6 +244,8 @@ def _allowed_keys(loc: tuple[Any, ...]) -> str:
     names = [str(p) for p in loc if not isinstance(p, int)]
     if names and names[0] == "quick":
         names = names[1:]
+    if names[:2] == ["sweep", "case"]:
+        names = names[2:]
     section = ".".join(names) if names else ""
     if section in keys:
         return f"a key of [{section}]: " + ", ".join(k for k in keys[section] if k != "SECTION.KEY")
@@ -280,6 +335,12 @@ def quick_overrides(raw: dict[str, Any]) -> dict[str, Any]:
     else:
         for k, v in lists.items():
             sweep[k] = _subset(v)
+    for table in (out.get("worlds") or {}).values():  # the same caps inside [worlds.NAME]
+        if isinstance(table, dict):
+            if isinstance(table.get("replications"), int):
+                table["replications"] = min(table["replications"], QUICK_REPLICATIONS)
+            if isinstance(table.get("jobs"), int) and table["jobs"] > QUICK_JOBS:
+                table["jobs"] = QUICK_JOBS
     quick = raw.get("quick") or {}
     for section, table in quick.items():
         if section == "sweep" and isinstance(table, dict):
@@ -287,18 +348,31 @@ def quick_overrides(raw: dict[str, Any]) -> dict[str, Any]:
                 if k != "mode" and k not in sweep:
                     raise spec_error(f"quick.sweep.{k}", _short(table[k]),
                                      "a key of [sweep] (quick can only narrow a sweep)")
+            if "case" in table:  # names of the cases to keep, in order
+                table = dict(table)
+                sweep["case"] = _quick_cases(table.pop("case"), (raw.get("sweep") or {})
+                                             .get("case"))
         if isinstance(table, dict):
             out[section] = _merge(out.get(section, {}), table)
     return out
 
 
+def _quick_cases(names: Any, cases: Any) -> list[Any]:
+    known = [c.get("name") for c in cases if isinstance(c, dict)] if isinstance(cases, list) \
+        else []
+    if not isinstance(names, list) or not names or not all(n in known for n in names):
+        raise spec_error("quick.sweep.case", _short(names), "a list of case names of "
+                         f"[[sweep.case]]: {', '.join(map(str, known))}")
+    return [copy.deepcopy(cases[known.index(n)]) for n in names]
+
+
 @dataclass
 class Run:
-    """One run of one policy at one sweep point in one replication."""
+    """One run of one policy at one sweep point in one replication, in one world."""
 
     id: str
     world: str
-    spec: dict[str, Any]  # flat: what `schedlab.simulate(**spec)` takes, seed included
+    spec: dict[str, Any]  # flat: what the world's run(spec) takes, seed included
     point: int
     coords: dict[str, Any]  # sweep path -> value at this point
     label: str
@@ -306,6 +380,7 @@ class Run:
     policy_index: int
     replication: int
     seed: int
+    skip: str | None = None  # why this world has no model of the run (it is not run)
 
 
 @dataclass
@@ -321,6 +396,10 @@ class Experiment:
     sweep_keys: list[str] = field(default_factory=list)
     points: list[dict[str, Any]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    # How each world read the file: translations and dropped keys (schedlab.worlds).
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    # The simulator's reading of each (point, label), for the closed forms of every world.
+    theory_specs: dict[tuple[int, str], dict[str, Any] | None] = field(default_factory=dict)
 
     @property
     def world(self) -> str:
@@ -328,6 +407,13 @@ class Experiment:
 
     @property
     def replications(self) -> int:
+        """The most replications of any world (see replications_of)."""
+        return max(self.replications_of(w) for w in self.worlds)
+
+    def replications_of(self, world: str) -> int:
+        table = getattr(self.config.worlds, world, None)
+        if table is not None and table.replications is not None:
+            return int(table.replications)
         return int(self.config.experiment.replications)
 
     def unique_runs(self) -> list[Run]:
@@ -395,10 +481,7 @@ def _policies(config: Any) -> list[tuple[str, str, dict[str, Any], set[str]]]:
     out = []
     labels: set[str] = set()
     for i, entry in enumerate(config.policy):
-        try:
-            info = find_policy(entry.name)
-        except SpecError as e:
-            raise spec_error(f"policy[{i}].name", entry.name, e.allowed) from None
+        info = _policy_info(i, entry.name)
         names = {p["name"] for p in info["params"]}
         params = dict(entry.params or {})
         params.update(entry.model_extra or {})
@@ -408,13 +491,47 @@ def _policies(config: Any) -> list[tuple[str, str, dict[str, Any], set[str]]]:
                 raise spec_error(f"policy[{i}].{k}", _short(v),
                                  f"a parameter of policy {info['name']} ({allowed}), or "
                                  "name, label, params")
-        label = entry.label or " ".join(
-            [info["name"].upper() if len(info["name"]) <= 5 else info["name"].capitalize()]
-            + [f"{k}={_fmt(v)}" for k, v in params.items()])
+        if info["name"] == KERNEL:
+            sched = params.get("sched", "other")
+            if sched not in kernel_policies():
+                raise spec_error(f"policy[{i}].sched", _short(sched),
+                                 f"one of {', '.join(kernel_policies())}")
+            default = f"{KERNEL_LABELS[sched]} (kernel)"
+        else:
+            default = " ".join(
+                [info["name"].upper() if len(info["name"]) <= 5 else info["name"].capitalize()]
+                + [f"{k}={_fmt(v)}" for k, v in params.items()])
+        label = entry.label or default
         if label in labels:
             raise spec_error(f"policy[{i}].label", label, "a label no other policy has")
         labels.add(label)
         out.append((label, info["name"], params, names))
+    return out
+
+
+def _policy_info(i: int, name: str) -> dict[str, Any]:
+    """The catalogue entry of a policy name; `kernel` is the kernel's own policies (os world;
+    the simulator models them, the server has none)."""
+    if str(name).lower() == KERNEL:
+        return {"name": KERNEL, "params": [{"name": k, "help": h, "default": "none"}
+                                           for k, h in KERNEL_PARAMS.items()]}
+    try:
+        return find_policy(name)
+    except SpecError as e:
+        raise spec_error(f"policy[{i}].name", name, e.allowed + f", or {KERNEL} (the kernel's "
+                         "own policies: sched = other, fifo, rr, ...)") from None
+
+
+def _param_defaults(name: str) -> dict[str, Any]:
+    """A policy's numeric parameter defaults (the engine's), by name."""
+    if name == KERNEL:
+        return {}
+    out: dict[str, Any] = {}
+    for p in find_policy(name)["params"]:
+        try:
+            out[p["name"]] = float(p["default"])
+        except (TypeError, ValueError):
+            pass
     return out
 
 
@@ -459,9 +576,7 @@ def _sweep_target(path: str, policies: list[tuple[str, str, dict[str, Any], set[
                          "experiment. or policy.")
     m = _INDEX.match(rest)
     key = m.group(1) if m else rest
-    allowed = [k for k, s in SPEC_SECTIONS.items()
-               if (s == section or (section == "experiment" and s == OUTPUT_SECTION))
-               and k != "seed" and s != OUTPUT_SECTION]
+    allowed = [k for k, fk in file_keys().items() if fk.section == section and k != "seed"]
     if not m or key not in allowed:
         raise spec_error(where, _short(value), f"a key of [{section}]: {', '.join(allowed)}")
     return SweepTarget(path, section, key, rest=rest[len(key):])
@@ -492,16 +607,67 @@ def _set_nested(obj: Any, rest: str, value: Any, where: str) -> Any:
     return obj
 
 
-def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[str, Any]]]:
+CASE = "case"  # [[sweep.case]]: named points
+
+
+def _cases(values: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    """Validates [[sweep.case]]: name -> {section: keys}. Each section table is checked by the
+    model of that section, so a misspelt key names its path (sweep.case[1].workload.sizee)."""
+    if not isinstance(values, list) or not values:
+        raise spec_error("sweep.case", _short(values), "a non-empty list of tables "
+                         "[[sweep.case]] with name and workload/machine/experiment tables")
+    models = _models()
+    owned = set(ExperimentFields.model_fields)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for i, case in enumerate(values):
+        where = f"sweep.case[{i}]"
+        if not isinstance(case, dict):
+            raise spec_error(where, _short(case), "a table with name and section tables")
+        name = case.get("name")
+        if not isinstance(name, str) or not name:
+            raise spec_error(f"{where}.name", _short(name), "a name for the case")
+        if name in out:
+            raise spec_error(f"{where}.name", name, "a name no other case has")
+        sections: dict[str, dict[str, Any]] = {}
+        for section, table in case.items():
+            if section == "name":
+                continue
+            if section not in ("workload", "machine", "experiment"):
+                raise spec_error(f"{where}.{section}", _short(table), "a case table: name, "
+                                 "workload, machine or experiment")
+            if not isinstance(table, dict):
+                raise spec_error(f"{where}.{section}", _short(table), "a table of keys")
+            for k in table:
+                if section == "experiment" and k in owned:
+                    raise spec_error(f"{where}.experiment.{k}", _short(table[k]), "a spec key "
+                                     "of [experiment] (a case cannot change the experiment's "
+                                     "own settings)")
+            try:
+                models[section].model_validate(table)
+            except ValidationError as e:
+                raise _from_pydantic(e, ("sweep", "case", i, section)) from None
+            sections[section] = dict(table)
+        out[name] = sections
+    return out
+
+
+def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[str, Any]],
+                                                  dict[str, dict[str, dict[str, Any]]]]:
     sweep = dict(config.sweep.model_extra or {})
     targets = []
+    lists = []
+    cases: dict[str, dict[str, dict[str, Any]]] = {}
+    if CASE in sweep:  # cases first: their keys are the base the other sweep keys change
+        cases = _cases(sweep.pop(CASE))
+        targets.append(SweepTarget(CASE, CASE, CASE))
+        lists.append(list(cases))
     for path, values in sweep.items():
         if not isinstance(values, list) or not values:
             raise spec_error(f"sweep.{path}", _short(values), "a non-empty list of values")
         targets.append(_sweep_target(path, policies, values))
+        lists.append(values)
     if not targets:
-        return [], [{}]
-    lists = [sweep[t.path] for t in targets]
+        return [], [{}], cases
     if config.sweep.mode == "zip":
         n = len(lists[0])
         for t, v in zip(targets, lists, strict=True):
@@ -511,7 +677,7 @@ def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[s
         combos = list(zip(*lists, strict=True))
     else:
         combos = list(itertools.product(*lists))
-    return targets, [dict(zip([t.path for t in targets], c, strict=True)) for c in combos]
+    return targets, [dict(zip([t.path for t in targets], c, strict=True)) for c in combos], cases
 
 
 # ---------------------------------------------------------------------------------------------
@@ -579,21 +745,32 @@ def _file_digest(path: str) -> str:
     return _digest_file(path, st.st_mtime, st.st_size)
 
 
+def _is_output(key: str) -> bool:
+    fk = file_keys().get(key)
+    return fk is not None and fk.section == OUTPUT_SECTION
+
+
 def run_id(world: str, spec: dict[str, Any]) -> str:
     """A stable name of a run: hash of world, flat spec (seed included, storage keys not) and
     the contents of the files it reads, so an edited trace is a new run."""
-    ident = {k: v for k, v in spec.items() if SPEC_SECTIONS.get(k) != OUTPUT_SECTION}
+    ident = {k: v for k, v in spec.items() if not _is_output(k)}
     files = {f: _file_digest(f) for f in _files_of(ident)}
     text = json.dumps({"world": world, "spec": ident, "files": files}, sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
+def _stand_in(world: str) -> bool:
+    """A world whose module was replaced (tests register stand-ins): its runs get the file's
+    keys as written, untranslated."""
+    return WORLD_MODULES.get(world) != DEFAULT_WORLD_MODULES.get(world)
+
+
 def _expand(exp: Experiment) -> None:
     config = exp.config
     policies = _policies(config)
     exp.labels = [p[0] for p in policies]
-    targets, points = _points(config, policies)
+    targets, points, cases = _points(config, policies)
     exp.sweep_keys = [t.path for t in targets]
     exp.points = points
     reserved = set(ExperimentFields.model_fields)
@@ -603,15 +780,15 @@ def _expand(exp: Experiment) -> None:
         model = getattr(config, section)
         for k, v in model.model_dump(exclude_none=True).items():
             if section == "experiment" and k in reserved:
-                continue
-            if SPEC_SECTIONS.get(k) == OUTPUT_SECTION:
-                continue  # storage policy: decided per run by the runner
+                continue  # storage policy (keep_jobs, ...): decided per run by the runner
             base[k] = v
             origin[k] = f"{section}.{k}"
-    seeds = [replication_seed(config.experiment.seed, r) for r in range(exp.replications)]
+    case_index = {name: i for i, name in enumerate(cases)}
     checked: dict[str, None] = {}
     runs: list[Run] = []
-    for world, (pi, coords) in itertools.product(exp.worlds, enumerate(points)):
+    notes: dict[str, list[str]] = {w: [] for w in exp.worlds}
+    skips: dict[str, list[tuple[str, str, str]]] = {w: [] for w in exp.worlds}
+    for pi, coords in enumerate(points):
         spec_pt = copy.deepcopy(base)
         origin_pt = dict(origin)
         params_pt: dict[str, dict[str, Any]] = {p[0]: dict(p[2]) for p in policies}
@@ -620,27 +797,73 @@ def _expand(exp: Experiment) -> None:
         for t in targets:
             value = coords[t.path]
             where = f"sweep.{t.path}"
-            if t.section == "policy":
+            if t.section == CASE:
+                ci = case_index[value]
+                for section, table in cases[value].items():
+                    for k, v in table.items():
+                        spec_pt[k] = copy.deepcopy(v)
+                        origin_pt[k] = f"sweep.case[{ci}].{section}.{k}"
+            elif t.section == "policy":
                 for label in t.labels:
                     params_pt[label][t.key] = value
                     porigin[label][t.key] = where
             else:
                 spec_pt[t.key] = _set_nested(spec_pt.get(t.key), t.rest, value, where)
                 origin_pt[t.key] = where
-        for i, (label, name, _params, _names) in enumerate(policies):
-            flat = {"policy": name, **params_pt[label],
-                    **_resolve_files(spec_pt, "", exp.base_dir)}
-            where = {**origin_pt, **porigin[label], "policy": f"policy[{i}].name"}
-            key = json.dumps([world, flat], sort_keys=True, default=str)
-            if key not in checked:
-                _check_values(world, flat, where)
-                checked[key] = None
-            for r, seed in enumerate(seeds):
-                spec = {**flat, "seed": seed}
-                runs.append(Run(id=run_id(world, spec), world=world, spec=spec,
-                                point=pi, coords=dict(coords), label=label, policy=name,
-                                policy_index=i, replication=r, seed=seed))
+        spec_pt = _resolve_files(spec_pt, "", exp.base_dir)
+        for i, (label, name, _params, names) in enumerate(policies):
+            written = {"policy": name, "params": params_pt[label], **spec_pt}
+            where0 = {**origin_pt, **porigin[label], "policy": f"policy[{i}].name"}
+            kw = {"param_names": names, "param_defaults": _param_defaults(name),
+                  "base_dir": exp.base_dir}
+            sim = translate("sim", written, where0, **kw)
+            exp.theory_specs[(pi, label)] = None if sim.skip else sim.spec
+            for world in exp.worlds:
+                spec_w, where_w = dict(written), dict(where0)
+                table = getattr(config.worlds, world, None)
+                if table is not None:
+                    for k, v in table.model_dump(exclude_none=True).items():
+                        if k != "replications":
+                            spec_w[k] = v
+                            where_w[k] = f"worlds.{world}.{k}"
+                if _stand_in(world):
+                    flat = {"policy": name, **spec_w.pop("params"), **spec_w}
+                    tr = None
+                elif world == "sim" and table is None:
+                    tr = sim
+                    flat = tr.spec
+                else:
+                    tr = translate(world, spec_w, where_w, **kw)
+                    flat = tr.spec
+                skip = None
+                if tr is not None:
+                    where_w = tr.where
+                    for n in tr.notes:
+                        if n not in notes[world]:
+                            notes[world].append(n)
+                    if tr.skip:
+                        skips[world].append(tr.skip)
+                        skip = f"{tr.skip[0]} = {tr.skip[1]}: {tr.skip[2]}"
+                if skip is None:
+                    key = json.dumps([world, flat], sort_keys=True, default=str)
+                    if key not in checked:
+                        _check_values(world, flat, where_w)
+                        checked[key] = None
+                for r in range(exp.replications_of(world)):
+                    seed = replication_seed(config.experiment.seed, r)
+                    spec = {**flat, "seed": seed}
+                    runs.append(Run(id=run_id(world, spec), world=world, spec=spec,
+                                    point=pi, coords=dict(coords), label=label, policy=name,
+                                    policy_index=i, replication=r, seed=seed, skip=skip))
+    for world in exp.worlds:
+        if skips[world] and all(r.skip for r in runs if r.world == world):
+            path, value, reason = skips[world][0]
+            raise spec_error(path, value, f"a key the {world} world can run ({reason}); "
+                             f"no run of the {world} world would be left")
+    order = {w: i for i, w in enumerate(exp.worlds)}
+    runs.sort(key=lambda r: (order[r.world], r.point, r.policy_index, r.replication))
     exp.runs = runs
+    exp.notes = {w: n for w, n in notes.items() if n}
 
 
 def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> None:
@@ -655,7 +878,10 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
         base = re.split(r"[\[.]", key, maxsplit=1)[0]
         path = where.get(base)
         if path is None:
-            section = SPEC_SECTIONS.get(base)
+            fk = file_keys().get(base)
+            section = fk.section if fk is not None else SPEC_SECTIONS.get(base)
+            if section == OUTPUT_SECTION:
+                section = "experiment"
             path = f"{section}.{key}" if section and section != "policy" else key
         elif key != base:
             path = path + key[len(base):]
@@ -689,6 +915,7 @@ def _culprit(flat: dict[str, Any]) -> str | None:
 # Tasks carry the module name, so a worker process runs what the parent resolved (tests
 # register stand-ins here).
 WORLD_MODULES = {"sim": "schedlab.api", "server": "schedlab.server", "os": "schedlab.osrun"}
+DEFAULT_WORLD_MODULES = dict(WORLD_MODULES)
 
 
 def world_module(world: str) -> str:

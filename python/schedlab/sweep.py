@@ -7,13 +7,18 @@ Layout of a results directory:
     runs/<id>.json         one finished run: summary, class and task tables (written last:
                            its presence is what "done" means)
     runs/<id>.jobs.parquet, runs/<id>.schedule.parquet   per-job table and run segments
-    summaries.parquet      one row per point x policy x replication (deterministic bytes)
+    runs/<id>.load_series.parquet   runnable tasks per CPU over time (sim load_sample, os)
+    summaries.parquet      one row per world x point x policy x replication (deterministic bytes)
     stats.parquet          mean and confidence interval of every metric, with theory
     classes.parquet, tasks.parquet   per-class and per-task tables of every run
+    skipped.parquet        runs not made, with the reason: the world has no model of the run,
+                           or the kernel forbids what it asks (os)
     timing.parquet         wall-clock timing of each run (kept apart: it differs every time)
 
 A run's id is a hash of its world, flat spec and seed, so reruns, resumed sweeps and edited
-experiments reuse every run whose inputs did not change.
+experiments reuse every run whose inputs did not change. Simulator runs go to a pool of
+processes (or Dask); server and os runs measure the machine, so they run one at a time, after
+the simulator's runs, with nothing else of the sweep running beside them.
 """
 
 from __future__ import annotations
@@ -102,15 +107,48 @@ def _sample(jobs: pd.DataFrame, rows: int) -> pd.DataFrame:
 _RUNNERS: dict[str, Any] = {}
 
 
+def _refusal(e: BaseException) -> tuple[str, str] | None:
+    """(what, reason) when a world refused a run because the machine forbids it (the os
+    world's `Refused`: a kernel policy, an RT budget), else None."""
+    what, reason = getattr(e, "what", None), getattr(e, "reason", None)
+    if type(e).__name__ == "Refused" and isinstance(what, str) and isinstance(reason, str):
+        return what, reason
+    return None
+
+
+def _skipped(task: dict[str, Any], what: str, reason: str, timing: dict[str, Any]
+             ) -> dict[str, Any]:
+    rid = task["id"]
+    record = {"format": FORMAT, "id": rid, "world": task["world"], "spec": task["spec"],
+              "skipped": {"what": what, "reason": reason}, "summary": {}, "classes": [],
+              "tasks": [], "files": {}, "jobs_total": 0, "environment": {}, "timing": timing}
+    write_json(Path(task["dir"]) / f"{rid}.json", record)
+    return {"id": rid, "skipped": f"{what}: {reason}", **timing}
+
+
 def execute(task: dict[str, Any]) -> dict[str, Any]:
     """Runs one task and stores it; returns its timing. Picklable by reference, so the same
-    function serves the process pool and Dask workers (which must share the directory)."""
+    function serves the process pool and Dask workers (which must share the directory).
+
+    A run the world has no model of (task["skip"]), or that the machine refuses (the os
+    world's `Refused`), is stored as skipped, with the reason: never silently dropped."""
     start_wall, t0, c0 = time.time(), time.perf_counter(), time.process_time()
     world, module = task["world"], task["module"]
+    if task.get("skip"):
+        return _skipped(task, "no model", task["skip"], {"start": start_wall,
+                                                         "end": time.time()})
     if module not in _RUNNERS:
         _RUNNERS[module] = ex.world_runner(world, module)
-    result = _RUNNERS[module](**task["spec"], keep_jobs=task["jobs"],
-                             keep_schedule=task["schedule"] or None)
+    kw: dict[str, Any] = {"keep_jobs": task["jobs"]}
+    if module != "schedlab.osrun":  # the os world always returns the dispatcher's segments
+        kw["keep_schedule"] = task["schedule"] or None
+    try:
+        result = _RUNNERS[module](**task["spec"], **kw)
+    except Exception as e:
+        refused = _refusal(e)
+        if refused is None:
+            raise
+        return _skipped(task, *refused, {"start": start_wall, "end": time.time()})
     t1, c1 = time.perf_counter(), time.process_time()
     runs = Path(task["dir"])
     rid = task["id"]
@@ -118,9 +156,13 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     if task["jobs"]:
         write_table(_sample(result.jobs, task["job_rows"]), runs / f"{rid}.jobs.parquet")
         files["jobs"] = f"{rid}.jobs.parquet"
-    if task["schedule"]:
+    if task["schedule"] and result.schedule is not None and len(result.schedule):
         write_table(result.schedule, runs / f"{rid}.schedule.parquet")
         files["schedule"] = f"{rid}.schedule.parquet"
+    series = getattr(result, "load_series", None)
+    if series is not None and len(series):
+        write_table(series, runs / f"{rid}.load_series.parquet")
+        files["load_series"] = f"{rid}.load_series.parquet"
     t2 = time.perf_counter()
     timing = {"compute": t1 - t0, "compute_cpu": c1 - c0, "store": t2 - t1,
               "worker": os.getpid(),
@@ -146,6 +188,11 @@ def execute_chunk(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         except Exception as e:
             out.append({"id": task["id"], "error": f"{type(e).__name__}: {e}"})
     return out
+
+
+def real_world(world: str) -> bool:
+    """Server and os runs measure the machine: one at a time, nothing else beside them."""
+    return world != "sim"
 
 
 MAX_CHUNK = 25
@@ -182,19 +229,31 @@ def plan(exp: ex.Experiment, runs_dir: Path) -> list[dict[str, Any]]:
                       "spec": r.spec, "dir": str(runs_dir),
                       "jobs": _wants(cfg.keep_jobs, r.replication),
                       "schedule": _wants(cfg.keep_schedule, r.replication),
-                      "job_rows": cfg.job_rows})
+                      "job_rows": cfg.job_rows, "skip": r.skip})
     return tasks
 
 
-def _complete(runs_dir: Path, task: dict[str, Any]) -> bool:
-    """Done only if the record exists and every file this sweep wants of it exists."""
+def _status(runs_dir: Path, task: dict[str, Any]) -> str:
+    """done (or skipped) only if the record exists and every file this sweep wants of it
+    exists; else pending."""
     rec = runs_dir / f"{task['id']}.json"
     if not rec.exists():
-        return False
-    for kind in ("jobs", "schedule"):
-        if task[kind] and not (runs_dir / f"{task['id']}.{kind}.parquet").exists():
-            return False
-    return True
+        return "pending"
+    if task["skip"] or real_world(task["world"]):  # only these can have been skipped
+        with contextlib.suppress(OSError, ValueError):
+            with open(rec) as f:
+                if json.load(f).get("skipped"):
+                    return "skipped"
+    if task["jobs"] and not (runs_dir / f"{task['id']}.jobs.parquet").exists():
+        return "pending"
+    if task["schedule"] and not (runs_dir / f"{task['id']}.schedule.parquet").exists() \
+            and not real_world(task["world"]):  # the real worlds may have no segments
+        return "pending"
+    return "done"
+
+
+def _complete(runs_dir: Path, task: dict[str, Any]) -> bool:
+    return _status(runs_dir, task) != "pending"
 
 
 @contextlib.contextmanager
@@ -245,14 +304,17 @@ class _State:
                 "format": FORMAT, "name": exp.name, "worlds": exp.worlds,
                 "source": exp.source, "quick": exp.quick, "experiment": exp.raw,
                 "sweep_keys": exp.sweep_keys, "labels": exp.labels, "points": exp.points,
-                "replications": exp.replications, "environment": environment(),
+                "replications": exp.replications,
+                "replications_by_world": {w: exp.replications_of(w) for w in exp.worlds},
+                "notes": exp.notes, "environment": environment(),
                 "runs": [{"id": r.id, "point": r.point, "label": r.label, "policy": r.policy,
                           "replication": r.replication, "seed": r.seed, "world": r.world,
-                          "status": "", "spec": r.spec} for r in exp.runs]})
+                          "status": "", "spec": r.spec,
+                          **({"skip": r.skip} if r.skip else {})} for r in exp.runs]})
         for run in self._static["runs"]:
             run["status"] = self.status[run["id"]]
         counts = {s: sum(1 for v in self.status.values() if v == s)
-                  for s in ("done", "pending", "failed")}
+                  for s in ("done", "pending", "failed", "skipped")}
         return {**self._static, "status": state, "counts": counts, "errors": self.errors,
                 "started": self.started, "updated": time.time()}
 
@@ -284,22 +346,28 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
             with contextlib.suppress(OSError):
                 tmp.unlink()
         tasks = plan(exp, runs_dir)
-        status = {t["id"]: ("done" if _complete(runs_dir, t) else "pending") for t in tasks}
+        status = {t["id"]: _status(runs_dir, t) for t in tasks}
         state = _State(out_dir, exp, status)
         state.write("running")
-        pending = [t for t in tasks if status[t["id"]] != "done"]
+        pending = [t for t in tasks if status[t["id"]] == "pending"]
         if progress is None:
             progress = sys.stderr.isatty()
         timings: list[dict[str, Any]] = []
-        if pending:
+        # Runs a world has no model of: recorded at once, with the reason.
+        for task in [t for t in pending if t["skip"]]:
+            _finished(state, [task], _Done([execute(task)]), timings)
+        sims = [t for t in pending if not t["skip"] and not real_world(t["world"])]
+        reals = [t for t in pending if not t["skip"] and real_world(t["world"])]
+        if sims:
             if dask:
-                _run_dask(pending, dask, state, progress, timings)
+                _run_dask(sims, dask, state, progress, timings)
             else:
-                if workers is None:
-                    # Real worlds measure the machine: one run at a time unless told otherwise.
-                    real = any(w != "sim" for w in exp.worlds)
-                    workers = 1 if real else (os.cpu_count() or 1)
-                _run_local(pending, workers, state, progress, timings, lock_fd)
+                _run_local(sims, workers or os.cpu_count() or 1, state, progress, timings,
+                           lock_fd)
+        if reals:
+            # The real worlds measure the machine: one run at a time, after the simulator's,
+            # in a worker process of their own (a crash in a run cannot take the sweep down).
+            _run_local(reals, 1, state, progress, timings, lock_fd, one_by_one=True)
         if state.errors:
             state.write("failed")
             first = next(iter(state.errors.values()))
@@ -328,6 +396,16 @@ def _progress_bar(total: int, enabled: bool, what: str) -> Any:
                     console=Console(stderr=True), transient=False)
 
 
+@dataclass
+class _Done:
+    """A finished future's stand-in, for runs recorded in the parent."""
+
+    value: Any
+
+    def result(self) -> Any:
+        return self.value
+
+
 def _finished(state: _State, chunk: list[dict[str, Any]], fut: Future | Any,
               timings: list) -> int:
     """Records a finished chunk; returns how many runs it held."""
@@ -339,6 +417,8 @@ def _finished(state: _State, chunk: list[dict[str, Any]], fut: Future | Any,
         if r.get("error"):
             state.status[r["id"]] = "failed"
             state.errors[r["id"]] = r["error"]
+        elif r.get("skipped"):
+            state.status[r["id"]] = "skipped"
         else:
             state.status[r["id"]] = "done"
             timings.append(r)
@@ -346,7 +426,7 @@ def _finished(state: _State, chunk: list[dict[str, Any]], fut: Future | Any,
 
 
 def _run_local(pending: list[dict[str, Any]], workers: int, state: _State, progress: bool,
-               timings: list, lock_fd: int) -> None:
+               timings: list, lock_fd: int, one_by_one: bool = False) -> None:
     import multiprocessing as mp
 
     # fork where there is one: workers start in milliseconds with schedlab already imported,
@@ -356,7 +436,8 @@ def _run_local(pending: list[dict[str, Any]], workers: int, state: _State, progr
     workers = max(1, min(workers, len(pending)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
                              initializer=_worker_init, initargs=(lock_fd,)) as pool:
-        futures = {pool.submit(execute_chunk, c): c for c in chunks(pending, workers)}
+        parts = [[task] for task in pending] if one_by_one else chunks(pending, workers)
+        futures = {pool.submit(execute_chunk, c): c for c in parts}
         try:
             with _progress_bar(len(pending), progress, state.exp.name) as bar:
                 bar_task = bar.add_task("runs", total=len(pending)) if bar else None
@@ -428,11 +509,15 @@ def combine(out: Path, exp: ex.Experiment) -> None:
     resumed sweep writes the same files as an uninterrupted one."""
     runs_dir = out / RUNS
     records = {r.id: _read_record(runs_dir, r.id) for r in exp.unique_runs()}
-    rows, class_rows, task_rows, timing_rows = [], [], [], []
+    rows, class_rows, task_rows, timing_rows, skip_rows = [], [], [], [], []
     for r in exp.runs:
         rec = records[r.id]
         key = {"world": r.world, "point": r.point, **r.coords, "label": r.label,
                "policy": r.policy, "replication": r.replication, "seed": r.seed, "run": r.id}
+        if rec.get("skipped"):
+            skip_rows.append({**key, "what": rec["skipped"]["what"],
+                              "reason": rec["skipped"]["reason"]})
+            continue
         row = dict(key)
         for k, v in rec["summary"].items():
             if k not in row:
@@ -444,12 +529,31 @@ def combine(out: Path, exp: ex.Experiment) -> None:
             task_rows.append({**key, **{k: _cell(v) for k, v in t.items()}})
     for rid, rec in records.items():
         timing_rows.append({"run": rid, **rec.get("timing", {})})
-    summaries = pd.DataFrame(rows)
+    summaries = _frame(rows)
     write_table(summaries, out / "summaries.parquet")
-    write_table(pd.DataFrame(class_rows), out / "classes.parquet")
-    write_table(pd.DataFrame(task_rows), out / "tasks.parquet")
+    write_table(_frame(class_rows), out / "classes.parquet")
+    write_table(_frame(task_rows), out / "tasks.parquet")
     write_table(statistics(summaries, exp), out / "stats.parquet")
+    write_table(pd.DataFrame(skip_rows, columns=list(skip_rows[0]) if skip_rows else
+                             ["world", "point", "label", "policy", "replication", "seed",
+                              "run", "what", "reason"]), out / "skipped.parquet")
     write_table(pd.DataFrame(timing_rows), out / "timing.parquet")
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows of several worlds as one table. A column is one kind of value: where worlds
+    disagree (a number in one, text or a list in another), the numbers are written as text,
+    so Parquet can store the column and nothing is lost."""
+    df = pd.DataFrame(rows)
+    for c in df.columns:
+        if df[c].dtype != object:
+            continue
+        kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float)
+                                                                  and math.isnan(v))}
+        if len(kinds) > 1 and not kinds <= {int, float, bool}:
+            df[c] = [None if v is None or (isinstance(v, float) and math.isnan(v))
+                     else (json.dumps(v) if isinstance(v, list) else str(v)) for v in df[c]]
+    return df
 
 
 NOT_METRICS = {"point", "replication", "seed", "cpus"}
@@ -474,8 +578,14 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     from scipy import special
 
     conf = float(exp.config.experiment.confidence)
+    if summaries.empty:
+        return pd.DataFrame(columns=["world", "point", *exp.sweep_keys, "label", "policy",
+                                     "metric", "n", "mean", "std", "half_width", "ci_low",
+                                     "ci_high", "method", "theory"])
     metrics = metric_columns(summaries, exp.sweep_keys)
-    spec_of = {(r.point, r.label): r.spec for r in exp.runs}
+    # Theory is a property of the workload: the simulator's reading of the point, in every
+    # world that ran it.
+    spec_of = dict(exp.theory_specs)
     keys = ["world", "point", "label"]
     grouped = summaries.groupby(keys, sort=False)
     firsts = grouped.first().reset_index()
@@ -489,7 +599,8 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     method = np.where(n >= 2, "replications", "single run").astype(object)
     theory = np.full(len(firsts), np.nan)
     for i, row in firsts.iterrows():
-        th = theory_for(spec_of[(row["point"], row["label"])])
+        spec = spec_of.get((row["point"], row["label"]))
+        th = theory_for(spec) if spec is not None else None
         theory[i] = np.nan if th is None else th
     if "response_mean" in metrics and "response_batch_means" in firsts:
         j = metrics.index("response_mean")
@@ -503,6 +614,8 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     for i, row in firsts.iterrows():
         key = {c: row[c] for c in cols}
         for j, m in enumerate(metrics):
+            if n[i, j] == 0:  # a metric another world has and this one does not
+                continue
             out.append({**key, "metric": m, "n": int(n[i, j]), "mean": float(mean[i, j]),
                         "std": float(std[i, j]), "half_width": float(half[i, j]),
                         "ci_low": float(mean[i, j] - half[i, j]),
@@ -575,6 +688,7 @@ class Results:
     classes: pd.DataFrame
     tasks: pd.DataFrame
     timing: pd.DataFrame
+    skipped: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def sweep_keys(self) -> list[str]:
@@ -607,6 +721,11 @@ class Results:
     def schedule(self) -> pd.DataFrame:
         return self._stored("schedule")
 
+    @cached_property
+    def load_series(self) -> pd.DataFrame:
+        """Runnable tasks per CPU over time (time, cpu, runnable) of every run that has it."""
+        return self._stored("load_series")
+
     def run_table(self, run: str, kind: str) -> pd.DataFrame | None:
         path = self.dir / RUNS / f"{run}.{kind}.parquet"
         return pd.read_parquet(path) if path.exists() else None
@@ -636,7 +755,8 @@ def load_results(directory: str | Path) -> Results:
         return pd.read_parquet(p) if p.exists() and p.stat().st_size else pd.DataFrame()
 
     return Results(d, manifest, read("summaries.parquet"), read("stats.parquet"),
-                   read("classes.parquet"), read("tasks.parquet"), read("timing.parquet"))
+                   read("classes.parquet"), read("tasks.parquet"), read("timing.parquet"),
+                   read("skipped.parquet"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -654,6 +774,11 @@ def cmd_run(args: Any) -> int:
     except KeyboardInterrupt:
         print("schedlab: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
+    skipped = pd.read_parquet(out / "skipped.parquet") if (out / "skipped.parquet").exists() \
+        else pd.DataFrame()
+    if len(skipped):
+        for (world, reason), g in skipped.groupby(["world", "reason"], sort=False):
+            print(f"schedlab: {len(g)} {world} runs skipped: {reason}", file=sys.stderr)
     print(out)
     return 0
 

@@ -26,8 +26,8 @@ from schedlab.osrun.spec import OS_CLASS_KEYS, OS_KEYS, build_plan
 from schedlab.results import Result
 from schedlab.spec import spec_error
 
-__all__ = ["run", "capabilities", "Refused", "Interrupted", "OS_KEYS", "OS_CLASS_KEYS",
-           "build_plan"]
+__all__ = ["run", "validate", "capabilities", "Refused", "Interrupted", "OS_KEYS",
+           "OS_CLASS_KEYS", "build_plan"]
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
 
@@ -118,6 +118,14 @@ def _launch(plan: dict[str, Any]) -> tuple[dict[str, Any], int]:
             raise Interrupted(e["message"])
         raise RuntimeError(e["message"])
     return reply["output"], proc.pid
+
+
+def validate(spec: dict[str, Any]) -> dict[str, Any]:
+    """Checks an os spec without starting anything (the experiment runner calls this before a
+    sweep writes anything); raises SpecError naming the key. Returns the plan."""
+    plan, _options = build_plan(spec)
+    _core.os_check(json.dumps(plan))
+    return plan
 
 
 def run(spec: dict[str, Any]) -> Result:

@@ -317,7 +317,25 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
     # os-only tables: raw placement samples and runnable tasks per CPU over time.
     result.placement = pd.DataFrame(raw["samples"], columns=["t", "task", "cpu", "state"])
     result.load = load
+    result.load_series = load_series(load)
     return result
+
+
+def load_series(load: pd.DataFrame) -> pd.DataFrame:
+    """The load table in the simulator's `Result.load_series` shape: time, cpu, runnable."""
+    cols = [c for c in load.columns if c != "t"]
+    if load.empty or not cols:
+        return pd.DataFrame(columns=["time", "cpu", "runnable"])
+    long = load.melt(id_vars="t", value_vars=cols, var_name="cpu", value_name="runnable")
+    long["cpu"] = long["cpu"].str.removeprefix("cpu").astype(int)
+    long = long.rename(columns={"t": "time"}).sort_values(["time", "cpu"], kind="stable")
+    return long[["time", "cpu", "runnable"]].reset_index(drop=True)
+
+
+def _task_cv(measured: pd.DataFrame) -> float:
+    """Coefficient of variation of the tasks' mean responses (as the simulator reports)."""
+    means = measured.groupby("client")["response"].mean()
+    return float(means.std(ddof=1) / means.mean()) if len(means) >= 2 else math.nan
 
 
 def _pct(x: np.ndarray, q: float) -> float:
@@ -379,6 +397,10 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         "throughput": len(measured) / window,
         "utilization": busy / (wall * len(cpus)) if wall > 0 else math.nan,
         "utilization_per_cpu": util_cpu,
+        # Samples come at a fixed period, so their mean is the time-weighted mean.
+        "runnable_mean_per_cpu": [float(load[f"cpu{c}"].mean()) for c in cpus]
+        if not load.empty else [math.nan] * len(cpus),
+        "task_response_cv": _task_cv(measured),
         "context_switches": float(np.nansum(tasks["context_switches"])),
         "migrations": float(np.nansum(tasks["migrations"])),
         "jain_slowdown": jain(slow),

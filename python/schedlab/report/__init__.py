@@ -16,7 +16,9 @@ import pandas as pd
 from schedlab.report.plots import PLOTTERS, Context, Plot, plt
 from schedlab.sweep import load_results
 
-__all__ = ["make_report"]
+__all__ = ["make_report", "world_gap", "share_gap"]
+
+OPTIONAL_PLOTS = ("load_series",)
 
 
 def _config(manifest: dict[str, Any]) -> Any:
@@ -37,16 +39,20 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     fig_dir = Path(directory) / "report"
     fig_dir.mkdir(exist_ok=True)
     plots: list[Plot] = []
+    # Plots of data only some experiments have: left out quietly unless the file asks for them.
+    explicit = "plots" in (res.manifest.get("experiment", {}).get("report") or {})
     for name in cfg.plots:
         try:
             plot = PLOTTERS[name](ctx)
         except Exception as e:  # a plot that fails is a note, never a failed report
             plot = Plot(name, name, "", note=f"{name}: not drawn ({type(e).__name__}: {e})")
+        if plot.figure is None and name in OPTIONAL_PLOTS and not explicit:
+            continue
         if plot.figure is not None:
             plot.figure.savefig(fig_dir / f"{name}.png")
             buf = io.StringIO()
-            plot.figure.savefig(buf, format="svg")
-            plot.figure.savefig(fig_dir / f"{name}.svg")
+            plot.figure.savefig(buf, format="svg")  # rendered once: the file and the page
+            (fig_dir / f"{name}.svg").write_text(buf.getvalue(), encoding="utf-8")
             plt.close(plot.figure)
             plot.svg = _inline_svg(buf.getvalue())  # type: ignore[attr-defined]
         plots.append(plot)
@@ -119,6 +125,208 @@ def _response_table(res: Any) -> str:
             + "".join(rows) + "</table>")
 
 
+# ---------------------------------------------------------------------------------------------
+# Worlds side by side
+# ---------------------------------------------------------------------------------------------
+
+
+def _reference(worlds: list[str]) -> str:
+    return "sim" if "sim" in worlds else worlds[0]
+
+
+def _worlds(res: Any) -> list[str]:
+    return list(res.manifest.get("worlds") or dict.fromkeys(res.summaries.get("world", [])))
+
+
+def _skip_reasons(res: Any) -> dict[tuple[str, int, str], str]:
+    """(world, point, label) -> the reason its runs were not made."""
+    out: dict[tuple[str, int, str], str] = {}
+    sk = res.skipped
+    if sk is None or sk.empty:
+        return out
+    for (world, point, label), g in sk.groupby(["world", "point", "label"], sort=False):
+        reasons = list(dict.fromkeys(f"{w}: {r}" if w != "no model" else r
+                                     for w, r in zip(g["what"], g["reason"], strict=True)))
+        out[(world, int(point), label)] = "; ".join(reasons)
+    return out
+
+
+def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
+    """The gap between each world and the reference world (sim when it ran) for one metric:
+    one row per world x point x policy, with both means, their CI half-widths, the absolute
+    and relative difference, whether the intervals overlap, and why a side is missing."""
+    worlds = _worlds(res)
+    cols = ["world", "reference", "point", *res.sweep_keys, "label", "ref_mean", "ref_half_width",
+            "ref_n", "mean", "half_width", "n", "diff", "rel_diff", "overlap", "ref_skipped",
+            "skipped"]
+    if len(worlds) < 2:
+        return pd.DataFrame(columns=cols)
+    ref = _reference(worlds)
+    st = res.metric(metric).set_index(["world", "point", "label"])
+    skips = _skip_reasons(res)
+    points = res.manifest.get("points") or [{}]
+    rows = []
+    for world in worlds:
+        if world == ref:
+            continue
+        for pi, coords in enumerate(points):
+            for label in res.labels:
+                a = st.loc[(ref, pi, label)] if (ref, pi, label) in st.index else None
+                b = st.loc[(world, pi, label)] if (world, pi, label) in st.index else None
+                ra, rb = skips.get((ref, pi, label)), skips.get((world, pi, label))
+                if a is None and b is None and ra is None and rb is None:
+                    continue
+                row: dict[str, Any] = {"world": world, "reference": ref, "point": pi,
+                                       **{k: coords.get(k) for k in res.sweep_keys},
+                                       "label": label, "ref_skipped": ra, "skipped": rb}
+                for prefix, s in (("ref_", a), ("", b)):
+                    row[prefix + "mean"] = float(s["mean"]) if s is not None else math.nan
+                    row[prefix + "half_width"] = float(s["half_width"]) if s is not None \
+                        else math.nan
+                    row[prefix + "n"] = int(s["n"]) if s is not None else 0
+                diff = row["mean"] - row["ref_mean"]
+                row["diff"] = diff
+                row["rel_diff"] = diff / row["ref_mean"] if row["ref_mean"] else math.nan
+                ha, hb = row["ref_half_width"], row["half_width"]
+                # Without an interval on both sides (one run) overlap is unknown: None.
+                row["overlap"] = bool(abs(diff) <= ha + hb) if math.isfinite(diff + ha + hb) \
+                    else None
+                rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def share_gap(res: Any) -> pd.DataFrame:
+    """CPU share of each task class in each world beside the reference world's, over the
+    contended interval (mean over replications), with the entitlement."""
+    worlds = _worlds(res)
+    tasks = res.tasks
+    cols = ["world", "reference", "point", "label", "class", "ref_share", "share", "entitled",
+            "diff"]
+    if len(worlds) < 2 or tasks.empty or not {"share", "class"} <= set(tasks.columns):
+        return pd.DataFrame(columns=cols)
+    tasks = tasks.assign(**{"class": tasks["class"].astype(str)})
+    per_run = tasks.groupby(["world", "point", "label", "replication", "class"], sort=False) \
+        .agg(share=("share", "sum"), entitled=("entitled", lambda x: x.sum(min_count=1)))
+    per = per_run.groupby(level=["world", "point", "label", "class"], sort=False).mean()
+    nclasses = per.groupby(level=["world", "point", "label"]).size()
+    ref = _reference(worlds)
+    rows = []
+    for (world, point, label, cls), r in per.iterrows():
+        if world == ref or (ref, point, label, cls) not in per.index \
+                or nclasses.get((world, point, label), 0) < 2:  # one class: its share is 1
+            continue
+        a = per.loc[(ref, point, label, cls)]
+        if not (math.isfinite(r["share"]) and math.isfinite(a["share"])):
+            continue
+        ent = r["entitled"] if math.isfinite(r["entitled"]) else a["entitled"]
+        rows.append({"world": world, "reference": ref, "point": int(point), "label": label,
+                     "class": cls, "ref_share": float(a["share"]), "share": float(r["share"]),
+                     "entitled": float(ent), "diff": float(r["share"] - a["share"])})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _mean_ci(mean: float, hw: float, skipped: str | None) -> str:
+    if skipped and not math.isfinite(mean):
+        return f'<span class="off">skipped: {_e(skipped)}</span>'
+    if not math.isfinite(mean):
+        return "–"
+    return _num(mean) + (f" ± {_num(hw, 3)}" if math.isfinite(hw) else "")
+
+
+def _gap_html(res: Any) -> str:
+    gap = world_gap(res)
+    if gap.empty:
+        return ""
+    keys = res.sweep_keys
+    parts = ['<h2 id="worlds">Worlds side by side</h2>',
+             "<p>Mean response time of the same sweep point and policy in each world, with "
+             "the confidence interval of each (± half-width; one run has none), the "
+             "difference to the reference world and whether the intervals overlap.</p>"]
+    for world, g in gap.groupby("world", sort=False):
+        ref = g["reference"].iloc[0]
+        head = keys + ["policy", f"{ref}: mean ± CI", f"{world}: mean ± CI",
+                       f"{world} − {ref}", "relative", "CIs overlap"]
+        rows = []
+        for _, r in g.iterrows():
+            overlap = "–" if r["overlap"] is None or pd.isna(r["overlap"]) else (
+                "yes" if r["overlap"] else '<span class="off">no</span>')
+            rel = f"{100 * r['rel_diff']:+.1f}%" if math.isfinite(r["rel_diff"]) else "–"
+            cells = [_mean_ci(r["ref_mean"], r["ref_half_width"], r["ref_skipped"]),
+                     _mean_ci(r["mean"], r["half_width"], r["skipped"]),
+                     _num(r["diff"]) if math.isfinite(r["diff"]) else "–", rel, overlap]
+            rows.append("<tr>" + "".join(f'<td class="l">{_e(_num(r[k]))}</td>' for k in keys)
+                        + f'<td class="l">{_e(r["label"])}</td>'
+                        + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        parts.append(f'<table class="gap" data-world="{_e(world)}" data-reference="{_e(ref)}">'
+                     "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
+                     + "".join(rows) + "</table>")
+    sg = share_gap(res)
+    if not sg.empty:
+        parts.append("<p>CPU share of each class over the contended interval (sum over its "
+                     "tasks, mean of replications), against its entitlement.</p>")
+        for world, g in sg.groupby("world", sort=False):
+            ref = g["reference"].iloc[0]
+            head = ["point", "policy", "class", "entitled", ref, world, f"{world} − {ref}"]
+            rows = []
+            for _, r in g.iterrows():
+                pc = res.manifest.get("points") or [{}]
+                coords = ", ".join(f"{k} = {_fmt_v(v)}" for k, v in pc[r["point"]].items())
+                rows.append("<tr>" + "".join(f'<td class="l">{_e(c)}</td>' for c in
+                                             (coords or "–", r["label"], r["class"]))
+                            + "".join(f"<td>{_num(v, 3)}</td>" for v in
+                                      (r["entitled"], r["ref_share"], r["share"], r["diff"]))
+                            + "</tr>")
+            parts.append(f'<table class="share-gap" data-world="{_e(world)}"><tr>'
+                         + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
+                         + "".join(rows) + "</table>")
+    return "\n".join(parts)
+
+
+def _fmt_v(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _skipped_html(res: Any) -> str:
+    sk = res.skipped
+    if sk is None or sk.empty:
+        return ""
+    keys = [k for k in res.sweep_keys if k in sk.columns]
+    rows = []
+    for (world, what, reason), g in sk.groupby(["world", "what", "reason"], sort=False):
+        pts = g.drop_duplicates(["point", "label"])
+        where = "; ".join(", ".join([*(f"{k} = {_fmt_v(r[k])}" for k in keys), str(r["label"])])
+                          for _, r in pts.iterrows())
+        rows.append(f'<tr><td class="l">{_e(world)}</td><td>{len(g)}</td>'
+                    f'<td class="l">{_e(where)}</td><td class="l">{_e(what)}</td>'
+                    f'<td class="l">{_e(reason)}</td></tr>')
+    return ('<h2 id="skipped">Runs not made</h2><p class="off">These runs were skipped, not '
+            "measured: the world has no model of what they ask, or the machine forbids it. "
+            "Their rows are missing from every table and plot.</p>"
+            '<table class="skipped"><tr><th class="l">world</th><th>runs</th>'
+            '<th class="l">points and policies</th><th class="l">what</th>'
+            '<th class="l">reason</th></tr>' + "".join(rows) + "</table>")
+
+
+def _notes_html(res: Any) -> str:
+    notes = res.manifest.get("notes") or {}
+    if not notes:
+        return ""
+    parts = ['<h2 id="translation">How each world read the file</h2><p>Keys a world has no '
+             "key of are translated so that the file means the same workload, or dropped "
+             "(see docs/experiments.md, several worlds):</p>"]
+    for world, lines in notes.items():
+        parts.append(f"<h3>{_e(world)}</h3><ul>" + "".join(f"<li>{_e(n)}</li>" for n in lines)
+                     + "</ul>")
+    return "\n".join(parts)
+
+
+def _reps(m: dict[str, Any]) -> str:
+    by = m.get("replications_by_world") or {}
+    if len(set(by.values())) > 1:
+        return "(" + ", ".join(f"{w} {n}" for w, n in by.items()) + ")"
+    return str(m.get("replications"))
+
+
 def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot]) -> str:
     m = res.manifest
     exp = m.get("experiment", {}).get("experiment", {})
@@ -130,7 +338,7 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot]) -> str:
         ("sweep", ", ".join(f"{k} ({len(set(map(str, res.summaries[k])))} values)"
                             for k in res.sweep_keys) or "none"),
         ("points × policies × replications", f"{len(m.get('points') or [{}])} × "
-         f"{len(res.labels)} × {m.get('replications')} = {len(m.get('runs', []))} "
+         f"{len(res.labels)} × {_reps(m)} = {len(m.get('runs', []))} "
          f"({unique} distinct runs)"),
         ("seed", exp.get("seed", 1)),
         ("quick", "yes: scaled down with --quick" if m.get("quick") else "no"),
@@ -148,7 +356,14 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot]) -> str:
         parts.append(f"<p>{_e(exp['description'])}</p>")
     parts.append('<table class="meta">' + "".join(
         f'<tr><th class="l">{_e(k)}</th><td>{_e(v)}</td></tr>' for k, v in meta) + "</table>")
+    if res.skipped is not None and not res.skipped.empty:
+        counts = res.skipped.groupby("world", sort=False).size()
+        parts.append('<p class="off"><b>Skipped:</b> ' + ", ".join(
+            f"{n} {w} runs" for w, n in counts.items()) + ' (<a href="#skipped">why</a>).</p>')
     parts += ["<h2>Mean response time</h2>", _response_table(res)]
+    for extra in (_gap_html(res), _skipped_html(res)):
+        if extra:
+            parts.append(extra)
     notes = [p.note for p in plots if p.note]
     for p in plots:
         if p.figure is None and not hasattr(p, "svg"):
@@ -159,6 +374,9 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot]) -> str:
     if notes:
         parts.append("<h2>Not drawn</h2><ul class=\"notes\">"
                      + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    translation = _notes_html(res)
+    if translation:
+        parts.append(translation)
     parts.append("<p><small>Figures also in report/ beside this file (PNG and SVG); data in "
                   "summaries.parquet and stats.parquet (<code>schedlab.load_results</code>)."
                   "</small></p></body></html>")

@@ -348,39 +348,95 @@ def cdf(ctx: Context) -> Plot:
                 "rows); dotted lines mark p95 and p99.", fig)
 
 
+def _per_cpu_means(s: pd.DataFrame, column: str) -> list[tuple[str, str, np.ndarray]]:
+    """(world, label, mean over replications) of a per-CPU list column."""
+    rows = []
+    if column not in s:
+        return rows
+    for (world, label), g in s.groupby(["world", "label"], sort=False):
+        per = [np.asarray(v, dtype=float) for v in g[column]
+               if isinstance(v, list | tuple | np.ndarray) and len(v)]
+        if per and all(len(p) == len(per[0]) for p in per) and np.isfinite(per).any():
+            rows.append((world, label, np.nanmean(per, axis=0)))
+    return rows
+
+
 def load(ctx: Context) -> Plot:
     title = "Load distribution across CPUs"
     s = ctx.at_point(ctx.res.summaries)
-    if "utilization_per_cpu" not in s or s["utilization_per_cpu"].isna().all():
-        return Plot("load", title, "", note=f"{title}: no per-CPU utilisation in the results")
-    rows = []
-    for (world, label), g in s.groupby(["world", "label"], sort=False):
-        per = [np.asarray(v, dtype=float) for v in g["utilization_per_cpu"] if v is not None]
-        if not per or not all(len(p) == len(per[0]) for p in per):
-            continue
-        rows.append((world, label, np.mean(per, axis=0)))
-    if not rows:
-        return Plot("load", title, "", note=f"{title}: no per-CPU utilisation in the results")
-    ncpu = max(len(r[2]) for r in rows)
-    fig, ax = plt.subplots(figsize=(min(12, max(6, 0.25 * ncpu * len(rows) + 4)), 4))
-    width = 0.8 / len(rows)
+    panels = [(rows, ylabel) for rows, ylabel in (
+        (_per_cpu_means(s, "utilization_per_cpu"), "utilisation"),
+        (_per_cpu_means(s, "runnable_mean_per_cpu"), "runnable tasks (time mean)")) if rows]
+    if not panels:
+        return Plot("load", title, "", note=f"{title}: no per-CPU utilisation or runqueue "
+                    "lengths in the results")
+    ncpu = max(len(r[2]) for rows, _ in panels for r in rows)
+    nrows = max(len(rows) for rows, _ in panels)
+    width_in = min(12, max(6, 0.25 * ncpu * nrows + 4) * (1 + 0.6 * (len(panels) - 1)))
+    fig, axes = plt.subplots(1, len(panels), figsize=(width_in, 4), squeeze=False)
     colors = ctx.colors()
-    for i, (world, label, u) in enumerate(rows):
-        ax.bar(np.arange(len(u)) + i * width - 0.4 + width / 2, u, width,
-               color=colors.get(label), label=label + (f" [{world}]" if len(ctx.worlds) > 1
-                                                       else ""))
-    ax.set_xticks(range(ncpu), [f"CPU {i}" for i in range(ncpu)])
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("utilisation")
-    ax.set_title(title + ctx.point_desc())
-    ax.legend(loc="lower right")
+    for ax, (rows, ylabel) in zip(axes[0], panels, strict=True):
+        width = 0.8 / len(rows)
+        for i, (world, label, u) in enumerate(rows):
+            ax.bar(np.arange(len(u)) + i * width - 0.4 + width / 2, u, width,
+                   color=colors.get(label), label=label + (f" [{world}]" if len(ctx.worlds) > 1
+                                                           else ""))
+        ax.set_xticks(range(ncpu), [f"CPU {i}" for i in range(ncpu)])
+        if ylabel == "utilisation":
+            ax.set_ylim(0, 1.05)
+        ax.set_ylabel(ylabel)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.suptitle(title + ctx.point_desc())
     fig.tight_layout()
-    extra = [c for c in s.columns if c.startswith("load_") or c.startswith("runnable")]
     caption = "Busy fraction of each CPU over the measured interval, mean of replications."
-    if not extra:
+    if len(panels) > 1 or panels[0][1] != "utilisation":
+        caption += (" Runnable tasks (running or waiting) on each CPU's runqueue, time-weighted "
+                    "mean over the measured interval (os: sampled at a fixed period).")
+    else:
         caption += (" The distribution of runnable tasks per CPU is not in these results "
                     "(it comes with per-CPU runqueues).")
     return Plot("load", title, caption, fig)
+
+
+def load_series(ctx: Context) -> Plot:
+    """Runnable tasks per CPU over time: the simulator's `load_series` (key load_sample) and
+    the os world's placement samples, in one table shape (time, cpu, runnable)."""
+    title = "Runnable tasks per CPU over time"
+    s = ctx.at_point(ctx.res.summaries)
+    s = s[s["replication"] == s["replication"].min()] if len(s) else s
+    panels = []
+    for _, row in s.iterrows():
+        df = ctx.res.run_table(row["run"], "load_series")
+        if df is not None and len(df):
+            panels.append((row["world"], row["label"], df))
+    if not panels:
+        return Plot("load_series", title, "", note=f"{title}: no load time series at this "
+                    "point (experiment.load_sample in the simulator; the os world samples "
+                    "placement by itself)")
+    labels = list(dict.fromkeys(p[1] for p in panels))
+    worlds = list(dict.fromkeys(p[0] for p in panels))
+    fig, axes = plt.subplots(len(labels), len(worlds), figsize=(min(5.5 * len(worlds), 12),
+                                                               0.6 + 2.4 * len(labels)),
+                             squeeze=False, sharex=True, sharey=True)
+    cmap = plt.get_cmap("tab10")
+    for world, label, df in panels:
+        ax = axes[labels.index(label)][worlds.index(world)]
+        for cpu, g in df.groupby("cpu", sort=True):
+            g = g.sort_values("time")
+            ax.step(g["time"], g["runnable"], where="post", lw=1.1, color=cmap(int(cpu) % 10),
+                    label=f"CPU {int(cpu)}")
+        ax.set_title(label + (f" [{world}]" if len(ctx.worlds) > 1 else ""), fontsize=9,
+                     loc="left")
+        ax.set_ylabel("runnable tasks")
+        ax.legend(loc="upper right", ncols=2)
+    for ax in axes[-1]:
+        ax.set_xlabel("time (ms)")
+    fig.suptitle(title + ctx.point_desc())
+    fig.tight_layout()
+    return Plot("load_series", title, "Tasks runnable (running or waiting) on each CPU at each "
+                "sample, replication 0: the simulator samples its runqueues every "
+                "experiment.load_sample ms; the os world reads where every worker is (state "
+                "R) at its own sampling period.", fig)
 
 
 def gantt(ctx: Context) -> Plot:
@@ -407,6 +463,8 @@ def gantt(ctx: Context) -> Plot:
                              sharex=True, squeeze=False)
     cmap = plt.get_cmap("tab20")
     for ax, (row, sc) in zip(axes[:, 0], chosen, strict=True):
+        if sc["job"].isna().any():  # the os dispatcher schedules processes, not jobs
+            sc = sc.assign(job=sc["task"])
         sc = sc.sort_values(["job", "start"]).reset_index(drop=True)
         # Preempted: the job's next segment starts later, or on another CPU. A quantum that
         # expires with nobody else waiting continues at once and is no preemption.
@@ -445,5 +503,5 @@ def gantt(ctx: Context) -> Plot:
 PLOTTERS: dict[str, Callable[[Context], Plot]] = {
     "response": response, "percentiles": percentiles, "throughput": throughput,
     "fairness": fairness, "share": share, "classes": classes, "cdf": cdf, "load": load,
-    "gantt": gantt,
+    "load_series": load_series, "gantt": gantt,
 }
