@@ -357,12 +357,17 @@ CONVOY = dict(workers=2, buffer=5, cost="0ms+0.1ms/KB",  # study 001: size/10000
 def test_convoy_burst_sff_cuts_small_file_response_5x() -> None:
     from schedlab.server import run
 
+    # Three runs per policy, the median of their class means: one scheduling hiccup of the
+    # shared machine (50 ms on a 10 ms request) must not decide the result.
     means = {}
     for policy in ("fcfs", "sff"):
-        r = run({**CONVOY, "policy": policy, "seed": 1})
-        assert r.summary["jobs"] == 15 and r.summary["errors"] == 0
-        c = r.classes.set_index("class")
-        means[policy] = (c.loc["small", "response_mean"], c.loc["large", "response_mean"])
+        runs = []
+        for _ in range(3):
+            r = run({**CONVOY, "policy": policy, "seed": 1})
+            assert r.summary["jobs"] == 15 and r.summary["errors"] == 0
+            c = r.classes.set_index("class")
+            runs.append((c.loc["small", "response_mean"], c.loc["large", "response_mean"]))
+        means[policy] = tuple(np.median(runs, axis=0))
     small = means["fcfs"][0] / means["sff"][0]
     large = abs(means["sff"][1] - means["fcfs"][1]) / means["fcfs"][1]
     # Study 001 measured 73.7 -> 11.6 ms (6.4x) and 113.8 -> 112.0 ms.

@@ -231,26 +231,12 @@ def _flatten_params(t: Translation) -> None:
 
 def _cpu_list(value: Any) -> list[int] | None:
     """[0, 1], 1, "0-1" or "0,2" as a list; None when it is none of these."""
+    from schedlab.osrun.spec import parse_cpu_list
+
     try:
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, int):
-            return [value]
-        if isinstance(value, list):
-            return [int(v) for v in value]
-        if isinstance(value, str):
-            out: list[int] = []
-            for part in value.split(","):
-                part = part.strip()
-                if "-" in part:
-                    lo, hi = part.split("-")
-                    out.extend(range(int(lo), int(hi) + 1))
-                elif part:
-                    out.append(int(part))
-            return out
+        return parse_cpu_list(value)
     except ValueError:
         return None
-    return None
 
 
 def _classes(t: Translation, create: bool = False) -> list[dict[str, Any]]:

@@ -64,7 +64,6 @@
 //! augmented with each subtree's minimum deadline.
 
 use std::cell::{Cell, RefCell};
-use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use crate::{
@@ -195,33 +194,8 @@ struct Entity {
     state: State,
 }
 
-/// A heap entry; the heap is a min-heap on (key, seq).
-#[derive(Clone, Copy)]
-struct Entry {
-    key: f64,
-    seq: u64,
-    id: u32,
-    stamp: u32,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.key
-            .total_cmp(&self.key)
-            .then_with(|| o.seq.cmp(&self.seq))
-    }
-}
+/// The heaps' entries: a min-heap on (key, seq); `id` is the slot.
+type Entry = crate::keyed::Entry<u32>;
 
 #[derive(Default)]
 struct Queues {

@@ -85,26 +85,28 @@ impl FifoQueue {
     }
 }
 
+/// A heap entry ordered smallest key first, ties in push order (`seq`); `stamp` lets the owner
+/// drop stale entries lazily. Shared by the heaps of this module and of EEVDF.
 #[derive(Clone, Copy)]
-struct Entry {
-    key: f64,
-    seq: u64,
-    id: JobId,
-    stamp: u32,
+pub(crate) struct Entry<I> {
+    pub(crate) key: f64,
+    pub(crate) seq: u64,
+    pub(crate) id: I,
+    pub(crate) stamp: u32,
 }
 
-impl PartialEq for Entry {
+impl<I> PartialEq for Entry<I> {
     fn eq(&self, o: &Self) -> bool {
         self.cmp(o) == Ordering::Equal
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
+impl<I> Eq for Entry<I> {}
+impl<I> PartialOrd for Entry<I> {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Entry {
+impl<I> Ord for Entry<I> {
     // Reversed: BinaryHeap is a max-heap and we want the smallest key, ties first come.
     fn cmp(&self, o: &Self) -> Ordering {
         o.key
@@ -116,7 +118,7 @@ impl Ord for Entry {
 /// Smallest key first; equal keys in the order they were pushed.
 #[derive(Default)]
 pub struct KeyedQueue {
-    heap: BinaryHeap<Entry>,
+    heap: BinaryHeap<Entry<JobId>>,
     stamps: Stamps,
     seq: u64,
 }

@@ -104,28 +104,33 @@ PER_CLASS_OS = ("sched", "nice", "rtprio", "runtime", "deadline", "period", "aff
                 "start_pinned", "release_after", "io", "bursts", "rttime", "think", "size")
 
 
+def parse_cpu_list(value: Any) -> list[int]:
+    """A CPU list from [0, 1], 1, '0-1' or '0,2'; ValueError when it is none of these."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, str):
+        out: list[int] = []
+        for part in value.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = part.split("-")
+                out.extend(range(int(lo), int(hi) + 1))
+            elif part:
+                out.append(int(part))
+        return out
+    if isinstance(value, list | tuple):
+        if any(isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v
+               for v in value):
+            raise ValueError(value)
+        return [int(v) for v in value]
+    raise ValueError(value)
+
+
 def _cpu_list(key: str, value: Any, allowed_cpus: list[int]) -> list[int]:
-    """A CPU list from [0, 1], 1, '0-1' or '0,2'."""
-    out: list[int] = []
     try:
-        if isinstance(value, bool):
-            raise ValueError
-        if isinstance(value, int):
-            out = [value]
-        elif isinstance(value, str):
-            for part in value.split(","):
-                part = part.strip()
-                if "-" in part:
-                    lo, hi = part.split("-")
-                    out.extend(range(int(lo), int(hi) + 1))
-                elif part:
-                    out.append(int(part))
-        elif isinstance(value, list | tuple):
-            out = [int(v) for v in value]
-            if any(isinstance(v, bool) or int(v) != v for v in value):
-                raise ValueError
-        else:
-            raise ValueError
+        out = parse_cpu_list(value)
     except ValueError:
         raise spec_error(key, value, "a CPU list like [0, 1], '0-1' or '0,2'") from None
     bad = [c for c in out if c not in allowed_cpus]
