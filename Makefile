@@ -37,8 +37,10 @@ test: setup test-rust test-python
 test-rust:
 	cargo test --workspace --release --quiet
 
+# Simulator tests two at a time; then the tests that measure the machine, alone (conftest.REAL).
 test-python: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto -m "not real"
+	$(BIN)/pytest -q -m real
 
 lint: setup
 	cargo fmt --check

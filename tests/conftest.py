@@ -19,6 +19,17 @@ def _reference_dir() -> Path:
 
 REFERENCE = _reference_dir()
 
+# Files whose tests measure the machine (real processes, sockets on 127.0.0.1, the server and
+# os worlds of the experiment files): marked `real`. `make test` runs every other test two at a
+# time (pytest-xdist), then these alone, so that nothing of the suite competes with them.
+REAL = {"test_os.py", "test_server.py", "test_experiments.py", "test_report.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in REAL:
+            item.add_marker(pytest.mark.real)
+
 
 @pytest.fixture
 def write_trace(tmp_path):
