@@ -13,6 +13,7 @@ from schedlab.spec import (
     SPEC_KEYS,
     SPEC_KINDS,
     SPEC_SECTIONS,
+    add_policy_param_flags,
     load_toml,
     policy_catalog,
     spec_error,
@@ -96,16 +97,7 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--class", dest="classes", action="append", type=_class_arg,
                    metavar="'name=A fraction=F size=D priority=P ...'",
                    help="a job class (keys: " + ", ".join(CLASS_KEYS) + ")")
-    seen: set[str] = set(SPEC_KEYS)
-    group = p.add_argument_group("policy parameters (see `schedlab policies`)")
-    for info in policy_catalog():
-        for param in info["params"]:
-            if param["name"] in seen:
-                continue
-            seen.add(param["name"])
-            group.add_argument(f"--{param['name'].replace('_', '-')}",
-                               dest=f"param_{param['name']}", metavar=param["kind"].upper(),
-                               help=param["help"])
+    add_policy_param_flags(p, "policy parameters (see `schedlab policies`)", skip=SPEC_KEYS)
 
 
 def _spec_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

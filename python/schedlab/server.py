@@ -33,7 +33,7 @@ import pandas as pd
 from schedlab import _core
 from schedlab._core import SpecError
 from schedlab.results import JOB_COLUMNS, Result, dumps, write_table
-from schedlab.spec import _param_value, find_policy, policy_catalog, spec_error
+from schedlab.spec import _param_value, add_policy_param_flags, find_policy, spec_error
 
 # Server-world keys beyond the simulator's, with the experiment-file section they belong to.
 SERVER_KEYS: dict[str, tuple[str, str]] = {
@@ -777,16 +777,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--stats", help="JSON stats written at exit")
     p.add_argument("--seed", type=int, help="seed of randomised policies")
     p.add_argument("--quiet", action="store_true", help="do not print where it listens")
-    seen: set[str] = set()
-    group = p.add_argument_group("policy parameters (see `schedlab policies`; quantum counts "
-                                 "packets)")
-    for info in policy_catalog():
-        for param in info["params"]:
-            if param["name"] not in seen:
-                seen.add(param["name"])
-                group.add_argument(f"--{param['name'].replace('_', '-')}",
-                                   dest=f"param_{param['name']}", metavar=param["kind"].upper(),
-                                   help=param["help"])
+    add_policy_param_flags(p, "policy parameters (see `schedlab policies`; quantum counts "
+                           "packets)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("load", help="load generator: closed loop, open loop or a burst",

@@ -33,6 +33,21 @@ def policy_catalog() -> list[dict[str, Any]]:
     return _core.policies()
 
 
+def add_policy_param_flags(parser: Any, title: str, skip: Any = ()) -> None:
+    """One `--PARAM` flag per parameter of any policy (dest `param_NAME`), in an argument group
+    of its own; names in `skip` are left to the caller. Shared by sim, serve and os."""
+    seen: set[str] = set(skip)
+    group = parser.add_argument_group(title)
+    for info in policy_catalog():
+        for param in info["params"]:
+            if param["name"] in seen:
+                continue
+            seen.add(param["name"])
+            group.add_argument(f"--{param['name'].replace('_', '-')}",
+                               dest=f"param_{param['name']}", metavar=param["kind"].upper(),
+                               help=param["help"])
+
+
 def find_policy(name: str) -> dict[str, Any]:
     wanted = name.lower()
     for p in policy_catalog():

@@ -69,7 +69,7 @@ def _scalar(value: str) -> Any:
 
 def add_commands(sub: Any) -> None:
     """Registers `schedlab os` on the CLI's subparsers."""
-    from schedlab.spec import policy_catalog
+    from schedlab.spec import add_policy_param_flags
 
     p = sub.add_parser("os", help="run real processes under kernel or user-space policies")
     p.add_argument("--spec", help="TOML file with os spec keys; flags override")
@@ -77,15 +77,7 @@ def add_commands(sub: Any) -> None:
         p.add_argument(f"--{key.replace('_', '-')}", dest=f"os_{key}", help=help_)
     p.add_argument("--class", dest="classes", action="append", type=_class_arg,
                    metavar="'name=A sched=fifo rtprio=10 clients=2 ...'", help="a task class")
-    seen: set[str] = set()
-    group = p.add_argument_group("policy parameters (see `schedlab policies`)")
-    for info in policy_catalog():
-        for param in info["params"]:
-            if param["name"] not in seen:
-                seen.add(param["name"])
-                group.add_argument(f"--{param['name'].replace('_', '-')}",
-                                   dest=f"param_{param['name']}", metavar=param["kind"].upper(),
-                                   help=param["help"])
+    add_policy_param_flags(p, "policy parameters (see `schedlab policies`)")
     p.add_argument("--capabilities", action="store_true",
                    help="print what this kernel allows and exit")
     p.add_argument("--keys", action="store_true", help="list the os spec keys and exit")
