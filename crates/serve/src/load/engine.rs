@@ -702,8 +702,13 @@ impl<'a> Engine<'a> {
                         Feed::Bad => return self.fail(t, ERR_PROTOCOL),
                     }
                     // A short read emptied the socket; more input raises a new event
-                    // (edge-triggered), so a read that would only say EAGAIN is saved.
-                    if n < self.scratch.len() {
+                    // (edge-triggered), so a read that would only say EAGAIN is saved. Not
+                    // when the response ends at the peer's close: a FIN that came with the
+                    // last bytes raises no new event, so read on until EOF or EAGAIN.
+                    let until_close = self.conns[t]
+                        .as_ref()
+                        .is_some_and(|c| matches!(c.body, Some(Body::UntilClose)));
+                    if n < self.scratch.len() && !until_close {
                         return;
                     }
                 }
