@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import schedlab
 from conftest import assert_conserved
-from schedlab.spec import policy_catalog
+from schedlab.vocabulary import policy_catalog
 
 POLICIES = [p["name"] for p in policy_catalog()]
 

@@ -15,7 +15,7 @@ import pytest
 import schedlab
 from conftest import ROOT, SCHEDLAB, cli_env
 from schedlab import experiment as ex
-from schedlab import stats, sweep
+from schedlab import stats, sweep, vocabulary, worlds
 from schedlab.report import make_report
 
 EXPERIMENTS = sorted((ROOT / "experiments").glob("*/*.toml"))
@@ -281,7 +281,7 @@ def test_bad_file_one_line_exit_2_nothing_written(tmp_path, text, needle):
 def test_missing_file_and_missing_world_module(tmp_path, monkeypatch):
     r = schedlab_cli("run", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "nope.toml" in r.stderr
-    monkeypatch.setitem(ex.WORLD_MODULES, "server", "schedlab.no_such_world")
+    monkeypatch.setitem(worlds.MODULES, "server", "schedlab.no_such_world")
     with pytest.raises(schedlab.SpecError, match="experiment.world = server: expected a world "
                        "whose module is installed"):
         ex.load(base(experiment={"name": "t", "world": "server"}))
@@ -310,9 +310,9 @@ def test_cartesian_sweep_and_policy_paths():
     assert e.points[1] == {"workload.load": 0.5, "policy.quantum": 1.0}
     by = {(r.point, r.label): r for r in e.runs}
     # policy.quantum reaches every policy that has a quantum (RR and MLFQ), not FCFS.
-    assert by[(1, "RR")].spec["quantum"] == 1.0
-    assert by[(1, "MLFQ levels=2")].spec["quantum"] == 1.0
-    assert "quantum" not in by[(1, "FCFS")].spec
+    assert by[(1, "RR")].spec["params"]["quantum"] == 1.0
+    assert by[(1, "MLFQ levels=2")].spec["params"]["quantum"] == 1.0
+    assert "quantum" not in by[(1, "FCFS")].spec["params"]
     # FCFS is the same run at both quanta: one id, run once.
     assert by[(0, "FCFS")].id == by[(1, "FCFS")].id
     assert by[(0, "RR")].id != by[(1, "RR")].id
@@ -328,10 +328,10 @@ def test_zip_sweep_label_path_and_nested_class_path():
     e = ex.load(d)
     assert len(e.points) == 2
     rr = [r for r in e.runs if r.label == "RR"]
-    assert [(r.spec["load"], r.spec["quantum"], r.spec["classes"][1]["tickets"]) for r in rr] \
-        == [(0.5, 1, 3), (0.6, 2, 9)]
+    assert [(r.spec["load"], r.spec["params"]["quantum"], r.spec["classes"][1]["tickets"])
+            for r in rr] == [(0.5, 1, 3), (0.6, 2, 9)]
     mlfq = [r for r in e.runs if r.policy == "mlfq"]
-    assert all("quantum" not in r.spec for r in mlfq)  # the label path reaches RR only
+    assert all("quantum" not in r.spec["params"] for r in mlfq)  # the label path: RR only
 
 
 def test_seeds_are_common_random_numbers_and_reproducible(tmp_path):
@@ -420,8 +420,8 @@ def test_experiment_reference_is_generated_from_the_models():
     assert block.strip() == ex.reference_markdown().strip(), (
         "docs/experiments.md is stale: run .venv/bin/python -m schedlab.experiment "
         "--write-docs docs/experiments.md")
-    for key, section in schedlab.spec.SPEC_SECTIONS.items():
-        if section in ("workload", "machine", "experiment", "output"):
+    for key, k in vocabulary.KEYS.items():
+        if k.section in ("workload", "machine", "experiment", "output"):
             assert f"| `{key}` |" in block, key
 
 
@@ -432,7 +432,7 @@ def test_policy_reference_names_every_policy_and_parameter():
     assert block.strip() == ex.policies_markdown().strip(), (
         "docs/policies.md is stale: run .venv/bin/python -m schedlab.experiment "
         "--write-policies docs/policies.md")
-    for p in schedlab.spec.policy_catalog():
+    for p in vocabulary.policy_catalog():
         assert f"### `{p['name']}`" in block
         for q in p["params"]:
             assert re.search(rf"\| `{q['name']}` \|", block), (p["name"], q["name"])
@@ -467,7 +467,7 @@ FAIL_AT_07 = True
 
 
 def test_a_failing_run_fails_the_sweep_and_a_rerun_retries_only_it(tmp_path, monkeypatch):
-    monkeypatch.setitem(ex.WORLD_MODULES, "os", "test_experiments")
+    monkeypatch.setitem(worlds.MODULES, "os", "test_experiments")
     d = base(experiment={"name": "f", "world": "os", "replications": 2, "seed": 7})
     out = tmp_path / "f"
     with pytest.raises(sweep.SweepFailed, match="6 of 12 runs failed.*failed on purpose"):

@@ -19,8 +19,9 @@ import pytest
 import schedlab
 from conftest import SCHEDLAB, cli_env
 from schedlab import osrun
+from schedlab._core import NICE_TO_WEIGHT as NICE_WEIGHTS
 from schedlab._core import SpecError
-from schedlab.osrun.spec import NICE_WEIGHTS
+from schedlab.worlds import os as os_world
 
 CAPS = osrun.capabilities()
 QUIET = {"quiet_wait": 0}
@@ -197,7 +198,7 @@ def test_dsync_writes_are_real_io():
 
 def test_pinned_start_is_balanced_by_the_kernel_and_reported_over_time():
     spec = {"clients": 7, "size": 250, "time": 2500, "start_pinned": [0], "release_after": 500,
-            "sample": 10, "quiet_wait": 2000, "retry_noisy": 1}
+            "load_sample": 10, "quiet_wait": 2000, "retry_noisy": 1}
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
     spec["cpus"] = 2
@@ -277,7 +278,7 @@ def test_user_space_lottery_on_two_cpus_needs_a_global_view_and_lag_balance():
     got = shares(odd)
     for name, want in (("A", 0.4), ("B", 0.4), ("C", 0.2)):
         assert abs(got[name] - want) < 0.02, (name, got, want)
-    assert balanced.summary["view"] == "global"
+    assert balanced.summary["runqueues"] == "global"
     # The simulator's balanced lottery gives the same shares.
     sim = schedlab.simulate("lottery", quantum=2, balance=True, time=200_000, cpus=2,
                             size="det:1e9", think="det:0", classes=LOTTERY)
@@ -293,7 +294,7 @@ def test_per_cpu_lottery_shows_the_placement_coincidence():
         pytest.skip("needs 2 CPUs")
     need("fifo")
     base = {"policy": "lottery", "params": {"quantum": 2}, "time": 3000, "cpus": 2, "size": 1e6,
-            "enforce": "fifo", "view": "per_cpu", **QUIET}
+            "enforce": "fifo", "runqueues": "per-cpu", **QUIET}
     r = osrun.run({**base, "classes": LOTTERY})
     homes = r.tasks.set_index("class")["home_cpu"].to_dict()
     assert homes["A"] != homes["B"] and homes["B"] == homes["C"]
@@ -350,7 +351,7 @@ def test_user_space_mlfq_keeps_an_interactive_process_responsive():
     classes = [{"name": "hog", "clients": 2, "size": 1e6},
                {"name": "interactive", "clients": 1, "size": 0.5, "think": "det:5"}]
     waits = {}
-    for policy, params in (("mlfq", {"quantum": 4, "boost": 20}), ("rr", {"quantum": 4})):
+    for policy, params in (("mlfq", {"quantum": 4, "boost_period": 20}), ("rr", {"quantum": 4})):
         r = osrun.run({"policy": policy, "params": params, "time": 2000, "cpus": 1,
                        "enforce": "fifo", "classes": classes, **QUIET})
         j = r.jobs[r.jobs["client"] == 2]
@@ -380,7 +381,7 @@ def test_user_space_priority_serves_the_light_process_first():
 def test_every_study_preset_is_a_valid_os_spec_and_has_its_sim_model_where_one_exists():
     import json
 
-    from schedlab import _core
+    from schedlab import _core, worlds
     from schedlab.api import validate
     from schedlab.osrun import presets
 
@@ -394,10 +395,9 @@ def test_every_study_preset_is_a_valid_os_spec_and_has_its_sim_model_where_one_e
     for spec in specs.values():
         plan, _ = osrun.build_plan(spec)
         _core.os_check(json.dumps(plan))
-        sim = presets.sim_spec(spec)
-        if sim is not None:
-            sim = dict(sim)
-            validate(sim.pop("policy"), **sim)
+        sim = worlds.translate("sim", {"policy": "kernel", **spec})
+        if sim.skip is None:
+            validate(**sim.spec)
             modelled += 1
     # CPU-bound grid cells, the lottery tests without I/O and the CPU-only priority tests.
     assert modelled >= 18 + 5 + 4, modelled
@@ -436,13 +436,14 @@ def test_xv6_lottery_starvation_check_on_real_processes_and_in_sim():
     """Tickets 50,50,10,10,1,1,1,1: grouped shares 81/16/3 over the contended interval, on
     real processes and in the simulator (the xv6 report measured 45-66% for the first group
     because it counted after competitors had finished)."""
+    from schedlab import worlds
     from schedlab.osrun import presets
 
     spec = presets.xv6_lottery(cpus=1, time=3000, quantum=2)["starvation_check"]
     r = osrun.run({**spec, **QUIET})
-    sim_spec = dict(presets.sim_spec(spec))
+    sim_spec = worlds.translate("sim", spec).spec
     sim_spec["time"] = 300_000
-    sim = schedlab.simulate(sim_spec.pop("policy"), **sim_spec)
+    sim = schedlab.simulate(**sim_spec)
     want = {"t50": 100 / 124, "t10": 20 / 124, "t1": 4 / 124}
     for res, tol in ((r, 0.03), (sim, 0.01)):
         got = res.tasks.groupby("class")["share"].sum().to_dict()
@@ -515,7 +516,7 @@ def test_bad_keys_name_the_key_and_exit_2():
         osrun.run({"clients": 1, "jobs": 1, "sched": "fifo"})
     assert e.value.key == "rtprio"
     with pytest.raises(SpecError) as e:
-        osrun.run({"clients": 1, "jobs": 1, "arrival": "exp:10"})
+        os_world.run({"clients": 1, "jobs": 1, "arrival": "exp:10"})
     assert e.value.key == "arrival" and "closed loops" in e.value.allowed
     with pytest.raises(SpecError) as e:
         osrun.run({"jobs": 1, "classes": [{"clients": 1, "io": "disk:5"}]})

@@ -14,6 +14,7 @@ import pytest
 import schedlab
 from conftest import ROOT
 from schedlab import experiment as ex
+from schedlab import worlds
 from schedlab.report import make_report, world_gap
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -141,7 +142,7 @@ def test_missing_data_becomes_notes_not_errors(tmp_path):
 
 
 def test_two_worlds_plot_side_by_side(tmp_path, monkeypatch):
-    monkeypatch.setitem(ex.WORLD_MODULES, "server", "test_report")
+    monkeypatch.setitem(worlds.MODULES, "server", "test_report")
     d = {"experiment": {"name": "worlds", "world": ["sim", "server"], "replications": 2},
          "workload": {"load": 0.6, "size": "exp:1", "jobs": 3000},
          "policy": [{"name": "fcfs"}, {"name": "ps"}],

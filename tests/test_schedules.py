@@ -167,3 +167,42 @@ def test_global_queue_on_two_cpus(write_trace):
     r = run(write_trace, "fcfs", [(0, 3), (0, 1), (0, 2)], cpus=2)
     by_job = {int(s.job): (int(s.cpu), s.start, s.end) for s in r.schedule.itertuples()}
     assert by_job == {0: (0, 0, 3), 1: (1, 0, 1), 2: (1, 1, 3)}
+
+
+# A job preempted by a more important one goes back to the head of its level with the rest of
+# its slice (Linux SCHED_RR, the textbook MLFQ); only an expired slice sends a job to the tail
+# with a new one.
+
+
+def test_mlfq_preempted_job_keeps_the_rest_of_its_slice(write_trace):
+    # Quanta 1 and 10, allotments 2 and 30 (two and three slices). A and B (30 each) alternate
+    # at the top (0-4) and both reach level 1. A runs from 4 with a 10 slice; C (3) arrives at
+    # 5 and preempts it after 1. C runs 5-7 at the top and drops behind A and B. A resumes at
+    # 7 with the 9 left of its slice (7-16), B runs 16-26, C its last unit 26-27; then A
+    # 27-37, B 37-47, A's last 8 at 47-55 and B's at 55-63. A fresh slice for A after the
+    # preemption would end C at 28.
+    r = run(write_trace, "mlfq", [(0, 30), (0, 30), (5, 3)], quanta=[1, 10],
+            allotment=[2, 30])
+    assert completions(r) == {0: 55.0, 1: 63.0, 2: 27.0}
+    assert segments(r)[4:9] == [(0, 4, 5), (2, 5, 6), (2, 6, 7), (0, 7, 16), (1, 16, 26)]
+
+
+def test_priority_with_a_quantum_preempted_job_resumes_first_with_its_rest(write_trace):
+    # Quantum 4. A (10) and B (6) at priority 1, H (2) at priority 0 arriving at 3. A runs 0-3
+    # and is preempted; H runs 3-5; A resumes ahead of B with the 1 left of its quantum (5-6),
+    # then B 6-10, A 10-14, B 14-16 (done), A 16-18 (done). At the tail with a new quantum, A
+    # would come after B (B done at 15); at the head with a new quantum, A would end at 16.
+    h = "arrival,size,priority"
+    r = run(write_trace, "priority", [(0, 10, 1), (0, 6, 1), (3, 2, 0)], header=h, quantum=4)
+    assert segments(r) == [(0, 0, 3), (2, 3, 5), (0, 5, 6), (1, 6, 10), (0, 10, 14),
+                           (1, 14, 16), (0, 16, 18)]
+    assert completions(r) == {0: 18.0, 1: 16.0, 2: 5.0}
+
+
+def test_rr_expired_job_goes_to_the_tail_with_a_new_quantum(write_trace):
+    # Quantum 4: A (10) at 0, B (3) at 2, C (5) at 5. A's quantum expires at 4 behind B (which
+    # came at 2): B 4-7; C came at 5, so A 7-11 then C 11-15, A's last 2 at 15-17, C's last 1
+    # at 17-18. Each turn after an expiry is a whole new quantum.
+    r = run(write_trace, "rr", [(0, 10), (2, 3), (5, 5)], quantum=4)
+    assert segments(r) == [(0, 0, 4), (1, 4, 7), (0, 7, 11), (2, 11, 15), (0, 15, 17),
+                           (2, 17, 18)]

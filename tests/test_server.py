@@ -349,7 +349,7 @@ def test_load_command_writes_the_common_schema(root: Path, tmp_path: Path) -> No
 # schedlab.server.run: the world the experiment runner calls
 # ---------------------------------------------------------------------------------------------
 
-CONVOY = dict(workers=2, buffer=5, cost="0ms+0.1ms/KB",  # study 001: size/10000 ms
+CONVOY = dict(cpus=2, buffer=5, cost="0ms+0.1ms/KB",  # study 001: size/10000 ms
               burst=[{"at": 0, "count": 5, "bytes": 594_000, "class": "large"},
                      {"at": 50, "count": 10, "bytes": 205, "class": "small"}])
 
@@ -379,7 +379,7 @@ def test_run_returns_the_common_schema_with_server_columns() -> None:
     from schedlab.server import run
 
     sim_keys = set(schedlab.simulate("fcfs", load=0.5, jobs=100).summary)
-    r = run({"policy": "rr", "quantum": 1, "packet": 16384, "workers": 1,
+    r = run({"policy": "rr", "quantum": 1, "packet": 16384, "cpus": 1,
              "catalogue": [{"path": "/a.bin", "bytes": 262_144}],
              "cost": "0ms+0.02ms/KiB", "clients": 2, "jobs": 20, "seed": 3})
     assert sim_keys <= set(r.summary), sim_keys - set(r.summary)
@@ -412,7 +412,7 @@ def test_same_spec_in_sim_and_server_worlds_agree(tmp_path: Path) -> None:
     spec = {"policy": "fcfs", "arrival": "exp:20", "size": "det:10", "jobs": 400, "seed": 2}
     sim = schedlab.simulate(**spec).summary["response_mean"]
     assert abs(sim - 15.0) / 15.0 < 0.15, sim  # 400 jobs: s.e. about 6%
-    r = run({**spec, "cost": "0ms+0.01ms/KB", "workers": 1, "files": 4})
+    r = run({**spec, "cost": "0ms+0.01ms/KB", "cpus": 1, "files": 4})
     srv = r.summary
     assert srv["jobs"] == 400 and srv["errors"] == 0
     j = r.jobs
@@ -437,7 +437,7 @@ def test_run_spec_errors_name_the_key() -> None:
 
     bad = [
         ({"policy": "fcfs", "jobs": 1, "clients": 1, "colour": "red"}, "colour"),
-        ({"policy": "fcfs", "jobs": 1, "clients": 1, "rate": 5}, "clients"),
+        ({"policy": "fcfs", "jobs": 1, "clients": 1, "arrival": "exp:5"}, "clients"),
         ({"policy": "fcfs", "jobs": 1, "size": "exp:1", "arrival": "exp:2"}, "size"),
         ({"policy": "fcfs", "jobs": 1, "clients": 1, "cost": "1 parsec"}, "cost"),
         ({"policy": "fcfs", "jobs": 1, "clients": 1, "trace": "t.csv"}, "trace"),
@@ -474,7 +474,7 @@ def test_lottery_tickets_by_class_share_the_worker() -> None:
     requests for each of tin's."""
     from schedlab.server import run
 
-    r = run({"policy": "lottery", "quantum": 1, "packet": 16384, "workers": 1,
+    r = run({"policy": "lottery", "quantum": 1, "packet": 16384, "cpus": 1,
              "cost": "0ms+0.005ms/KiB", "files": 1, "time": 3000, "seed": 4,
              "classes": [{"name": "gold", "tickets": 3, "clients": 1, "bytes": 1 << 20},
                          {"name": "tin", "tickets": 1, "clients": 1, "bytes": 1 << 20}]})

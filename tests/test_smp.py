@@ -142,3 +142,27 @@ def test_steal_fills_idle_cpus_but_does_not_equalise_queues():
     r = closed_pinned(6, 3, 100, 50, "steal", think=30, cycles=200)
     assert r.summary["migrations"] > 100
     assert min(r.summary["utilization_per_cpu"]) > 0.9
+
+
+def test_a_task_that_wakes_on_another_cpu_takes_its_policy_state_along(tmp_path):
+    """Waking on another CPU's runqueue is a migration: the runqueue the task slept on hands
+    over what its policy keeps (here MLFQ's level). Hand-computed: MLFQ with quanta 1 and 10
+    and a top allotment of 1, 2 CPUs with their own runqueues, joining the shortest queue.
+    x (two bursts of 5 ms, 1 ms of I/O between) runs 0-1 at the top and 1-5 at level 1 on one
+    CPU; z takes that CPU at 5.5; x wakes at 6 on the hog's CPU, still at level 1, so it does
+    not preempt the hog (level 1 since 1, in a 10 ms slice to 11) and runs 11-16. Starting
+    afresh at the top there, it would have preempted the hog at 6."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival,size,class\n0,100,hog\n0,10,x\n5.5,20,z\n")
+    r = schedlab.simulate(policy="mlfq", quanta=[1, 10], allotment=[1, 40], trace=str(trace),
+                          cpus=2, runqueues="per-cpu", placement="jsq", io_device="delay",
+                          classes=[{"name": "hog"}, {"name": "x", "bursts": 2, "io": "det:1"},
+                                   {"name": "z"}],
+                          keep_jobs=True, keep_schedule=True)
+    seg = r.schedule
+    x, hog = seg[seg.job == 1], seg[seg.job == 0]
+    hog_cpu = int(hog.cpu.iloc[0])
+    assert [(int(c), s, e) for c, s, e in zip(x.cpu, x.start, x.end, strict=True)] == \
+        [(1 - hog_cpu, 0.0, 1.0), (1 - hog_cpu, 1.0, 5.0), (hog_cpu, 11.0, 16.0)]
+    assert (hog_cpu, 1.0, 11.0) in set(zip(hog.cpu, hog.start, hog.end, strict=True))
+    assert r.jobs.set_index("job").loc[1, "completion"] == 16.0

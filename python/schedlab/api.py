@@ -1,18 +1,19 @@
-"""The public Python API."""
+"""The public Python API: the same keys as the CLI and experiment files, as keyword
+arguments."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from schedlab import _core
 from schedlab.results import Result
-from schedlab.spec import build_spec
+from schedlab.vocabulary import flat_spec
+from schedlab.worlds import sim
 
 
 def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, **kwargs: Any) -> Result:
     """Runs one simulation and returns a Result.
 
-    Keys are those of the CLI and of experiment files (`schedlab.spec.SPEC_KEYS`); policy
+    Keys are those of the CLI and of experiment files (`schedlab.vocabulary.KEYS`); policy
     parameters are passed by name:
 
         schedlab.simulate(policy="rr", quantum=10, arrival="exp:21", size="det:20",
@@ -21,15 +22,12 @@ def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, **kwargs: Any) -> 
     `keep_jobs=False` keeps only the summary (memory stays bounded for any run length).
     Raises SpecError (a ValueError) naming the key, the value and what is allowed.
     """
-    spec = build_spec(policy, keep_jobs=keep_jobs, **kwargs)
-    return Result.from_core(_core.simulate(spec), spec)
+    return sim.run(flat_spec(policy, keep_jobs=keep_jobs, **kwargs))
 
 
 def validate(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     """Checks a spec without running it; returns the spec dict the core accepts."""
-    spec = build_spec(policy, **kwargs)
-    _core.validate(spec)
-    return spec
+    return sim.validate(flat_spec(policy, **kwargs))
 
 
 def run(experiment: Any, out: Any = None, *, workers: int | None = None,
@@ -40,16 +38,16 @@ def run(experiment: Any, out: Any = None, *, workers: int | None = None,
         res = schedlab.run("experiments/rr-ps-fcfs/experiment.toml", out="results/rr", quick=True)
         res.metric("response_mean")
     """
-    from schedlab.sweep import load_results as _load
-    from schedlab.sweep import run as _run
+    # Imported on use: experiment files need pydantic and every world; simulate() does not.
+    from schedlab import store, sweep
 
-    return _load(_run(experiment, out=out, workers=workers, dask=dask, quick=quick,
-                      progress=progress))
+    return store.load_results(sweep.run(experiment, out=out, workers=workers, dask=dask,
+                                        quick=quick, progress=progress))
 
 
 def load_results(directory: Any) -> Any:
     """Tidy DataFrames of a results directory: `.summaries`, `.stats`, `.classes`, `.tasks`,
-    `.jobs`, `.schedule` (see `schedlab.sweep.Results`)."""
-    from schedlab.sweep import load_results as _load
+    `.jobs`, `.schedule` (see `schedlab.store.Results`)."""
+    from schedlab import store
 
-    return _load(directory)
+    return store.load_results(directory)

@@ -1,23 +1,29 @@
-"""The `schedlab` command. Flags are a shorthand for the keys of a spec: --context-switch is
-the key context_switch, and --spec FILE.toml reads the same keys from a file."""
+"""The `schedlab` command. The flags of `sim` and `os` are a shorthand for the keys their world
+reads natively (one flag per key of the vocabulary: --context-switch is the key
+context_switch), and --spec FILE.toml reads the same keys from a file; every policy parameter
+is a flag of its own name.
+
+Exit codes: 0 done, 1 a run or a sweep failed, 2 a bad flag or key (one line naming it),
+3 the kernel refused what was asked (os), 4 interrupted (os).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 from schedlab._core import SpecError
-from schedlab.spec import (
-    CLASS_KEYS,
-    SPEC_KEYS,
-    SPEC_KINDS,
-    SPEC_SECTIONS,
+from schedlab.clikit import (
+    Parser,
+    add_key_flags,
     add_policy_param_flags,
-    load_toml,
-    policy_catalog,
-    spec_error,
+    class_arg,
+    spec_from_args,
 )
+from schedlab.vocabulary import KEYS, policy_catalog, spec_error
+from schedlab.worlds import os as os_world
+from schedlab.worlds import sim as sim_world
 
 SUMMARY_ROWS = [
     ("response_mean", "response mean"), ("response_p50", "response p50"),
@@ -29,7 +35,6 @@ SUMMARY_ROWS = [
     ("jain_slowdown", "Jain (slowdown)"), ("jain_share", "Jain (share/entitled)"),
 ]
 
-
 # Tables a run can write, by the Result attribute that holds them.
 TABLE_OUTPUTS = {
     "jobs": "the per-job table",
@@ -40,93 +45,32 @@ TABLE_OUTPUTS = {
 }
 
 
-class Parser(argparse.ArgumentParser):
-    """Errors in one line, exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
+def native_keys(world: Any) -> list[str]:
+    """A world's native keys, in the vocabulary's order."""
+    return [k for k in KEYS if k in world.NATIVE_KEYS]
 
 
-_CLASS_TEXT = ("name", "size", "think", "io", "io_kind")
-_CLASS_INT = ("clients", "bursts")
+def _check_outputs(paths: dict[str, str | None]) -> None:
+    for key, path in paths.items():
+        if path and not path.lower().endswith((".csv", ".parquet")):
+            raise spec_error(key, path, "a file name ending in .csv or .parquet")
 
 
-def _class_arg(text: str) -> dict[str, Any]:
-    """--class 'name=big fraction=0.2 size=exp:10 priority=1 affinity=0,1'"""
-    out: dict[str, Any] = {}
-    for part in text.split():
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"class field '{part}' is not key=value")
-        try:
-            if key in _CLASS_TEXT:
-                out[key] = value
-            elif key in _CLASS_INT:
-                out[key] = int(value)
-            elif key == "affinity":
-                out[key] = [int(c) for c in value.split(",")]
-            else:
-                out[key] = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"class field {key}={value}: expected a number") from None
-    return out
-
-
-_TYPES = {"str": str, "dist": str, "int": int, "float": float}
-
-
-def _add_sim_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per spec key (from the core's key list, so flags, TOML keys and Python keyword
-    arguments cannot drift apart), plus every policy parameter."""
-    p.add_argument("--spec",
-                   help="TOML file with spec keys ([params], [[classes]]); flags override")
-    sections: dict[str, Any] = {}
-    for key, help_text in SPEC_KEYS.items():
-        kind = SPEC_KINDS[key]
-        if kind in ("table", "classes") or key in ("keep_jobs", "keep_schedule"):
-            continue  # --class and the policy flags below; --jobs-out and --schedule-out
-        section = SPEC_SECTIONS[key]
-        group = sections.setdefault(section, p.add_argument_group(f"{section} keys"))
-        flag = f"--{key.replace('_', '-')}"
-        if kind == "bool":
-            group.add_argument(flag, action="store_true", default=None, help=help_text)
-        else:
-            group.add_argument(flag, type=_TYPES[kind], metavar=kind.upper(), help=help_text)
-    p.add_argument("--class", dest="classes", action="append", type=_class_arg,
-                   metavar="'name=A fraction=F size=D priority=P ...'",
-                   help="a job class (keys: " + ", ".join(CLASS_KEYS) + ")")
-    add_policy_param_flags(p, "policy parameters (see `schedlab policies`)", skip=SPEC_KEYS)
-
-
-def _spec_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    spec: dict[str, Any] = load_toml(args.spec) if args.spec else {}
-    for key in SPEC_KEYS:
-        value = getattr(args, key, None)
-        if value is not None:
-            spec[key] = value
-    params = dict(spec.pop("params", {}) or {})
-    for name, value in vars(args).items():
-        if name.startswith("param_") and value is not None:
-            params[name[len("param_"):]] = value
-    policy = spec.pop("policy", "fcfs")
-    if params:
-        spec["params"] = params
-    return policy, spec
+# ---------------------------------------------------------------------------------------------
+# schedlab sim
+# ---------------------------------------------------------------------------------------------
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from schedlab.api import simulate
     from schedlab.results import dumps, write_table
 
-    policy, spec = _spec_from_args(args)
+    spec = spec_from_args(args, native_keys(sim_world))
     outputs = {key: getattr(args, f"{key}_out") for key in TABLE_OUTPUTS}
-    for key, path in outputs.items():
-        if path and not path.lower().endswith((".csv", ".parquet")):
-            raise spec_error(f"{key}_out", path, "a file name ending in .csv or .parquet")
-    result = simulate(policy, keep_jobs=bool(outputs["jobs"]),
-                      keep_schedule=bool(outputs["schedule"]) or None, **spec)
+    _check_outputs({f"{k}_out": v for k, v in outputs.items()})
+    spec["keep_jobs"] = bool(outputs["jobs"])
+    if outputs["schedule"]:
+        spec["keep_schedule"] = True
+    result = sim_world.run(spec)
     for key, path in outputs.items():
         if path:
             write_table(getattr(result, key), path)
@@ -142,7 +86,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     table.add_column("value", justify="right")
     for key, label in SUMMARY_ROWS:
         value = s.get(key)
-        if isinstance(value, float) and value != value:
+        if value is None or (isinstance(value, float) and value != value):
             continue
         table.add_row(label, f"{value:.4g}" if isinstance(value, float) else str(value))
     if s["cpus"] > 1:
@@ -154,6 +98,86 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if len(result.classes) > 1:
         console.print(result.classes.to_string(index=False))
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# schedlab os
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_os(args: argparse.Namespace) -> int:
+    from schedlab import osrun
+    from schedlab.results import dumps, write_table
+
+    if args.capabilities:
+        print(dumps(osrun.capabilities(), indent=2))
+        return 0
+    _check_outputs({"jobs_out": args.jobs_out, "tasks_out": args.tasks_out})
+    spec = spec_from_args(args, native_keys(os_world))
+    try:
+        result = os_world.run(spec)
+    except osrun.Refused as e:
+        print(f"schedlab: kernel refused {e.what}: {e.reason}", file=sys.stderr)
+        return 3
+    except osrun.Interrupted as e:
+        print(f"schedlab: {e}", file=sys.stderr)
+        return 4
+    except KeyboardInterrupt:
+        print("schedlab: interrupted; every worker was killed and reaped", file=sys.stderr)
+        return 4
+    if args.jobs_out:
+        write_table(result.jobs, args.jobs_out)
+    if args.tasks_out:
+        write_table(result.tasks, args.tasks_out)
+    if args.json:
+        print(dumps(result.summary))
+        return 0
+    _print_os(result)
+    return 0
+
+
+def _print_os(result: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    s = result.summary
+    console = Console()
+    title = (f"{s['policy']}: {s['tasks']} processes, {s['jobs']} jobs on {s['cpus']} CPU(s), "
+             f"wall {s['wall_ms']:.0f} ms")
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("response_mean", "response mean (ms)"), ("response_p95", "response p95 (ms)"),
+        ("wait_mean", "run-queue wait mean (ms)"), ("throughput", "throughput (jobs/ms)"),
+        ("utilization", "utilization"), ("context_switches", "context switches"),
+        ("migrations", "migrations"), ("jain_share", "Jain (share/entitled)"),
+        ("contended_ms", "contended interval (ms)"), ("measure_overhead", "measurement overhead"),
+        ("dispatcher_overhead", "dispatcher CPU / wall"), ("foreign_fraction", "foreign CPU"),
+    ]
+    for key, label in rows:
+        v = s.get(key)
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        table.add_row(label, f"{v:.4g}" if isinstance(v, float) else str(v))
+    console.print(table)
+    cols = ["task", "class", "policy", "nice", "rtprio", "tickets", "cpu_time", "runqueue_wait",
+            "context_switches", "migrations", "share", "entitled", "killed"]
+    t = result.tasks[[c for c in cols if c in result.tasks.columns]]
+    console.print(t.head(40).to_string(index=False))
+    if len(result.tasks) > 40:
+        console.print(f"... {len(result.tasks) - 40} more tasks")
+    if s.get("noisy"):
+        console.print(f"[yellow]noisy trial:[/yellow] {'; '.join(s['noise_reasons'])}")
+    for name, why in s.get("missing", {}).items():
+        console.print(f"missing counter {name}: {why}")
+    for w in s.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {w}")
+
+
+# ---------------------------------------------------------------------------------------------
+# schedlab theory, policies, quickstart, run, report
+# ---------------------------------------------------------------------------------------------
 
 
 def cmd_theory(args: argparse.Namespace) -> int:
@@ -191,8 +215,8 @@ def cmd_policies(args: argparse.Namespace) -> int:
         aliases = f" (also {', '.join(p['aliases'])})" if p["aliases"] else ""
         print(f"{p['name']}{aliases}: {p['summary']}")
         for q in p["params"]:
-            print(f"    --{q['name'].replace('_', '-')}: {q['help']}; {q['allowed']}, "
-                  f"default {q['default']}")
+            print(f"    --{q['name'].replace('_', '-')}: {q['help']}; {q['allowed']} "
+                  f"({q['unit']}), default {q['default_text']}")
     return 0
 
 
@@ -202,16 +226,77 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return quickstart(jobs=args.jobs, seed=args.seed, replications=args.replications)
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from schedlab import sweep
+
+    try:
+        out = sweep.run(args.file, out=args.out, workers=args.workers, dask=args.dask,
+                        quick=args.quick)
+    except sweep.SweepFailed as e:
+        print(f"schedlab: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("schedlab: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+    skipped = pd.read_parquet(out / "skipped.parquet") if (out / "skipped.parquet").exists() \
+        else pd.DataFrame()
+    if len(skipped):
+        for (world, reason), g in skipped.groupby(["world", "reason"], sort=False):
+            print(f"schedlab: {len(g)} {world} runs skipped: {reason}", file=sys.stderr)
+    print(out)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from schedlab.report import make_report
+
+    html = make_report(args.dir, html=args.html)
+    print(html)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The parser
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_world_flags(p: argparse.ArgumentParser, world: Any, title: str) -> None:
+    p.add_argument("--spec", help="TOML file with the same keys ([params], [[classes]]); "
+                   "flags override")
+    add_key_flags(p, native_keys(world), skip=("keep_jobs", "keep_schedule"))
+    p.add_argument("--class", dest="classes", action="append",
+                   type=class_arg(tuple(k for k in world.CLASS_KEYS
+                                        if k in world.NATIVE_CLASS_KEYS)),
+                   metavar="'name=A fraction=F size=D ...'",
+                   help="a class (keys: " + ", ".join(sorted(world.NATIVE_CLASS_KEYS)) + ")")
+    add_policy_param_flags(p, title)
+
+
 def make_parser() -> argparse.ArgumentParser:
+    from schedlab.server import add_commands as add_server_commands  # serve, load
+
     parser = Parser(prog="schedlab", description="A laboratory for scheduling policies.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("sim", help="simulate one run")
-    _add_sim_flags(p)
+    _add_world_flags(p, sim_world, "policy parameters (see `schedlab policies`)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     for key, what in TABLE_OUTPUTS.items():
         p.add_argument(f"--{key.replace('_', '-')}-out", metavar="FILE",
                        help=f"write {what} (.csv or .parquet)")
     p.set_defaults(func=cmd_sim)
+
+    p = sub.add_parser("os", help="run real processes under kernel or user-space policies")
+    _add_world_flags(p, os_world, "policy parameters of the user-space dispatcher (see "
+                     "`schedlab policies`)")
+    p.add_argument("--capabilities", action="store_true",
+                   help="print what this kernel allows and exit")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--jobs-out", help="write the per-job table (.csv or .parquet)")
+    p.add_argument("--tasks-out", help="write the per-task table (.csv or .parquet)")
+    p.set_defaults(func=cmd_os)
+
     p = sub.add_parser("theory", help="closed-form mean response time")
     p.add_argument("--policy", default="fcfs")
     p.add_argument("--arrival", help="exp:MEAN (Poisson arrivals)")
@@ -227,15 +312,26 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--replications", type=int, default=6)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_quickstart)
-    from schedlab.sweep import add_parsers as add_sweep_parsers  # run, report
 
-    add_sweep_parsers(sub)
-    from schedlab.server import add_commands as add_server_commands  # serve, load
+    p = sub.add_parser("run", help="run an experiment file: every sweep point x policy x "
+                       "replication (resumes an interrupted sweep)")
+    p.add_argument("file", help="experiment file (TOML), e.g. experiments/rr-ps-fcfs/"
+                   "experiment.toml")
+    p.add_argument("--out", help="results directory; default results/NAME (NAME-quick)")
+    p.add_argument("--workers", type=int, help="local worker processes; default every core "
+                   "(sim), 1 (server and os worlds, which measure the machine)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler instead "
+                   "(workers must see the results directory)")
+    p.add_argument("--quick", action="store_true", help="scaled down for CI and demos "
+                   "([quick] tables of the file, else generic scaling)")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("report", help="plots and one self-contained HTML file from a results "
+                       "directory")
+    p.add_argument("dir", help="results directory written by `schedlab run`")
+    p.add_argument("--html", help="HTML file to write; default DIR/report.html")
+    p.set_defaults(func=cmd_report)
 
     add_server_commands(sub)
-    from schedlab.osrun.cli import add_commands as add_os_commands  # os
-
-    add_os_commands(sub)
     return parser
 
 

@@ -1,22 +1,19 @@
 """Experiment files: parse, validate, expand into runs.
 
 An experiment file (TOML) has the sections [experiment], [workload], [machine], [[policy]],
-[sweep], [report], [worlds] and [quick]. Which spec key goes in which section comes from the
-worlds themselves: the Rust core's keys (`schedlab.spec.SPEC_SECTIONS`), the server world's
-(`schedlab.server.SERVER_KEYS`) and the os world's (`schedlab.osrun.OS_KEYS`), gathered by
-`schedlab.worlds.file_keys`, so a key added to a world is accepted here without a change.
-pydantic checks the structure (sections, unknown keys, types of the keys this module owns);
-each world checks every value of every run (after `schedlab.worlds.translate` has read the
-run's keys the way that world understands them), and its errors are mapped back to the path of
-the key in the file (`workload.size`, `policy[2].quantum`, `sweep.workload.load`), so a bad file
-gives one line naming what to fix, before anything is written.
+[sweep], [report], [worlds] and [quick]. Which key goes in which section is the vocabulary's
+(`schedlab.vocabulary`, one declaration for every world), so a key added there is accepted
+here without a change. pydantic checks the structure (sections, unknown keys, types of the keys
+this module owns); each world checks every value of every run (after `schedlab.worlds.translate`
+has read the run's keys the way that world's table says), and its errors are mapped back to the
+path of the key in the file (`workload.size`, `policy[2].quantum`, `sweep.workload.load`), so a
+bad file gives one line naming what to fix, before anything is written.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import importlib
 import itertools
 import json
 import re
@@ -29,23 +26,20 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from schedlab import worlds
 from schedlab._core import SpecError
-from schedlab.spec import (
-    SPEC_SECTIONS,
+from schedlab.vocabulary import (
+    CLASS_KEYS,
+    KERNEL,
+    KERNEL_LABELS,
+    KERNEL_PARAMS,
+    KERNEL_POLICIES,
+    KEYS,
     find_policy,
     policy_catalog,
     spec_error,
 )
-from schedlab.worlds import (
-    KERNEL,
-    KERNEL_LABELS,
-    KERNEL_PARAMS,
-    WORLDS,
-    class_keys,
-    file_keys,
-    kernel_policies,
-    translate,
-)
+from schedlab.worlds import WORLDS
 
 PLOTS = ("response", "percentiles", "throughput", "fairness", "share", "classes", "cdf",
          "load", "load_series", "gantt")
@@ -131,8 +125,8 @@ class ReportFields(Strict):
 
 
 def _keys_of(section: str, skip: set[str]) -> dict[str, Any]:
-    return {k: (Any, Field(None, description=fk.help)) for k, fk in file_keys().items()
-            if fk.section == section and k not in skip}
+    return {k: (Any, Field(None, description=key.help)) for k, key in KEYS.items()
+            if key.section == section and k not in skip}
 
 
 @cache
@@ -140,10 +134,10 @@ def _models() -> dict[str, type[BaseModel]]:
     """pydantic models of every section, built from the worlds' key lists."""
     owned = set(ExperimentFields.model_fields)
     cls = create_model("WorkloadClass", __base__=Strict,
-                       **{k: (Any, Field(None, description=fk.help))
-                          for k, fk in class_keys().items()})
+                       **{k: (Any, Field(None, description=key.help))
+                          for k, key in CLASS_KEYS.items()})
     workload = _keys_of("workload", {"classes"})
-    workload["classes"] = (list[cls] | None, Field(None, description=file_keys()["classes"].help))
+    workload["classes"] = (list[cls] | None, Field(None, description=KEYS["classes"].help))
     experiment = create_model("Experiment", __base__=ExperimentFields,
                               **_keys_of("experiment", owned), **_keys_of(OUTPUT_SECTION, owned))
     machine = create_model("Machine", __base__=Strict, **_keys_of("machine", set()))
@@ -155,14 +149,15 @@ def _models() -> dict[str, type[BaseModel]]:
                                                description=RUN_LENGTH["replications"]))}
         fields.update({k: (Any, Field(None, description=h)) for k, h in RUN_LENGTH.items()
                        if k != "replications"})
-        for k, fk in file_keys().items():
-            if fk.section in ("experiment", OUTPUT_SECTION) and world in fk.worlds \
+        native = worlds.key_worlds()
+        for k, key in KEYS.items():
+            if key.section in ("experiment", OUTPUT_SECTION) and world in native[k] \
                     and k not in fields and k not in owned and k != "seed":
-                fields[k] = (Any, Field(None, description=fk.help))
+                fields[k] = (Any, Field(None, description=key.help))
         return create_model(f"World_{world}", __base__=Strict, **fields)
 
     tables = {w: world_table(w) for w in WORLDS}
-    worlds = create_model("Worlds", __base__=Strict,
+    worlds_model = create_model("Worlds", __base__=Strict,
                           **{w: (m | None, Field(None, description=f"run length and "
                                                  f"measurement keys of the {w} world"))
                              for w, m in tables.items()})
@@ -179,7 +174,7 @@ def _models() -> dict[str, type[BaseModel]]:
         policy=(list[PolicyEntry], Field(min_length=1)),
         sweep=(SweepFields, Field(default_factory=SweepFields)),
         report=(ReportFields, Field(default_factory=ReportFields)),
-        worlds=(worlds, Field(default_factory=worlds)),
+        worlds=(worlds_model, Field(default_factory=worlds_model)),
         quick=(quick | None, None),
     )
     return {"top": top, "experiment": experiment, "workload": workload_m, "machine": machine,
@@ -189,12 +184,10 @@ def _models() -> dict[str, type[BaseModel]]:
 def key_worlds(section: str, key: str) -> tuple[str, ...]:
     """The worlds that have a key of a section natively (the others translate or drop it)."""
     if section == "workload.classes":
-        fk = class_keys().get(key)
-    elif section in ("experiment", "workload", "machine"):
-        fk = file_keys().get(key)
-    else:
-        fk = None
-    return fk.worlds if fk is not None else WORLDS
+        return worlds.class_key_worlds().get(key, WORLDS)
+    if section in ("experiment", "workload", "machine") and key in KEYS:
+        return worlds.key_worlds()[key]
+    return WORLDS
 
 
 def section_keys() -> dict[str, dict[str, str]]:
@@ -454,15 +447,16 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
         raise spec_error("experiment.name", "(missing)", "a name for the experiment")
     if name == "experiment" and src:  # experiments/<study>/experiment.toml: the folder's name
         name = Path(src).resolve().parent.name
-    worlds = config.experiment.world
-    worlds = list(dict.fromkeys(worlds if isinstance(worlds, list) else [worlds]))
-    if not worlds:
+    world_list = config.experiment.world
+    world_list = list(dict.fromkeys(world_list if isinstance(world_list, list)
+                                    else [world_list]))
+    if not world_list:
         raise spec_error("experiment.world", "[]", "at least one world")
-    exp = Experiment(name=name, worlds=worlds, raw=raw, config=config,
+    exp = Experiment(name=name, worlds=world_list, raw=raw, config=config,
                      base_dir=base_dir, source=src, quick=quick)
     if check_world:
-        for w in worlds:
-            world_runner(w)
+        for w in world_list:
+            worlds.runner(w)
     _expand(exp)
     return exp
 
@@ -493,9 +487,9 @@ def _policies(config: Any) -> list[tuple[str, str, dict[str, Any], set[str]]]:
                                  "name, label, params")
         if info["name"] == KERNEL:
             sched = params.get("sched", "other")
-            if sched not in kernel_policies():
+            if sched not in KERNEL_POLICIES:
                 raise spec_error(f"policy[{i}].sched", _short(sched),
-                                 f"one of {', '.join(kernel_policies())}")
+                                 f"one of {', '.join(KERNEL_POLICIES)}")
             default = f"{KERNEL_LABELS[sched]} (kernel)"
         else:
             default = " ".join(
@@ -513,26 +507,13 @@ def _policy_info(i: int, name: str) -> dict[str, Any]:
     """The catalogue entry of a policy name; `kernel` is the kernel's own policies (os world;
     the simulator models them, the server has none)."""
     if str(name).lower() == KERNEL:
-        return {"name": KERNEL, "params": [{"name": k, "help": h, "default": "none"}
-                                           for k, h in KERNEL_PARAMS.items()]}
+        return {"name": KERNEL, "params": [{"name": k, "help": key.help, "default": None}
+                                           for k, key in KERNEL_PARAMS.items()]}
     try:
         return find_policy(name)
     except SpecError as e:
         raise spec_error(f"policy[{i}].name", name, e.allowed + f", or {KERNEL} (the kernel's "
                          "own policies: sched = other, fifo, rr, ...)") from None
-
-
-def _param_defaults(name: str) -> dict[str, Any]:
-    """A policy's numeric parameter defaults (the engine's), by name."""
-    if name == KERNEL:
-        return {}
-    out: dict[str, Any] = {}
-    for p in find_policy(name)["params"]:
-        try:
-            out[p["name"]] = float(p["default"])
-        except (TypeError, ValueError):
-            pass
-    return out
 
 
 _INDEX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)$")
@@ -576,7 +557,7 @@ def _sweep_target(path: str, policies: list[tuple[str, str, dict[str, Any], set[
                          "experiment. or policy.")
     m = _INDEX.match(rest)
     key = m.group(1) if m else rest
-    allowed = [k for k, fk in file_keys().items() if fk.section == section and k != "seed"]
+    allowed = [k for k, key in KEYS.items() if key.section == section and k != "seed"]
     if not m or key not in allowed:
         raise spec_error(where, _short(value), f"a key of [{section}]: {', '.join(allowed)}")
     return SweepTarget(path, section, key, rest=rest[len(key):])
@@ -746,8 +727,7 @@ def _file_digest(path: str) -> str:
 
 
 def _is_output(key: str) -> bool:
-    fk = file_keys().get(key)
-    return fk is not None and fk.section == OUTPUT_SECTION
+    return key in KEYS and KEYS[key].section == OUTPUT_SECTION
 
 
 def run_id(world: str, spec: dict[str, Any]) -> str:
@@ -758,12 +738,6 @@ def run_id(world: str, spec: dict[str, Any]) -> str:
     text = json.dumps({"world": world, "spec": ident, "files": files}, sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def _stand_in(world: str) -> bool:
-    """A world whose module was replaced (tests register stand-ins): its runs get the file's
-    keys as written, untranslated."""
-    return WORLD_MODULES.get(world) != DEFAULT_WORLD_MODULES.get(world)
 
 
 def _expand(exp: Experiment) -> None:
@@ -811,12 +785,10 @@ def _expand(exp: Experiment) -> None:
                 spec_pt[t.key] = _set_nested(spec_pt.get(t.key), t.rest, value, where)
                 origin_pt[t.key] = where
         spec_pt = _resolve_files(spec_pt, "", exp.base_dir)
-        for i, (label, name, _params, names) in enumerate(policies):
+        for i, (label, name, _params, _names) in enumerate(policies):
             written = {"policy": name, "params": params_pt[label], **spec_pt}
             where0 = {**origin_pt, **porigin[label], "policy": f"policy[{i}].name"}
-            kw = {"param_names": names, "param_defaults": _param_defaults(name),
-                  "base_dir": exp.base_dir}
-            sim = translate("sim", written, where0, **kw)
+            sim = worlds.translate("sim", written, where0, exp.base_dir)
             exp.theory_specs[(pi, label)] = None if sim.skip else sim.spec
             for world in exp.worlds:
                 spec_w, where_w = dict(written), dict(where0)
@@ -826,14 +798,14 @@ def _expand(exp: Experiment) -> None:
                         if k != "replications":
                             spec_w[k] = v
                             where_w[k] = f"worlds.{world}.{k}"
-                if _stand_in(world):
+                if worlds.stand_in(world):
                     flat = {"policy": name, **spec_w.pop("params"), **spec_w}
                     tr = None
                 elif world == "sim" and table is None:
                     tr = sim
                     flat = tr.spec
                 else:
-                    tr = translate(world, spec_w, where_w, **kw)
+                    tr = worlds.translate(world, spec_w, where_w, exp.base_dir)
                     flat = tr.spec
                 skip = None
                 if tr is not None:
@@ -868,7 +840,7 @@ def _expand(exp: Experiment) -> None:
 
 def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> None:
     """The core validates the values; its key is mapped back to the path in the file."""
-    validate = _world_validator(world)
+    validate = worlds.validator(world)
     try:
         validate(**flat)
     except SpecError as e:
@@ -878,8 +850,7 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
         base = re.split(r"[\[.]", key, maxsplit=1)[0]
         path = where.get(base)
         if path is None:
-            fk = file_keys().get(base)
-            section = fk.section if fk is not None else SPEC_SECTIONS.get(base)
+            section = KEYS[base].section if base in KEYS else None
             if section == OUTPUT_SECTION:
                 section = "experiment"
             path = f"{section}.{key}" if section and section != "policy" else key
@@ -893,8 +864,7 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
 
 
 def _culprit(flat: dict[str, Any]) -> str | None:
-    from schedlab.api import validate
-
+    validate = worlds.validator("sim")
     for k, v in flat.items():
         if k == "policy":
             continue
@@ -905,64 +875,6 @@ def _culprit(flat: dict[str, Any]) -> str | None:
             if e.key == "spec":
                 return k
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Worlds
-# ---------------------------------------------------------------------------------------------
-
-# Each world's module: run(spec) -> schedlab.results.Result, optionally validate(spec).
-# Tasks carry the module name, so a worker process runs what the parent resolved (tests
-# register stand-ins here).
-WORLD_MODULES = {"sim": "schedlab.api", "server": "schedlab.server", "os": "schedlab.osrun"}
-DEFAULT_WORLD_MODULES = dict(WORLD_MODULES)
-
-
-def world_module(world: str) -> str:
-    name = WORLD_MODULES.get(world)
-    if name is None:
-        raise spec_error("experiment.world", world, "one of " + ", ".join(WORLDS))
-    return name
-
-
-def world_runner(world: str, module_name: str | None = None) -> Any:
-    """The function that runs one flat spec in a world and returns a schedlab Result."""
-    module_name = module_name or world_module(world)
-    if module_name == "schedlab.api":
-        from schedlab.api import simulate
-
-        return simulate
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise spec_error("experiment.world", world,
-                         f"a world whose module is installed ({module_name}: {e})") from None
-    run = getattr(module, "run", None)
-    if run is None:
-        raise spec_error("experiment.world", world, f"a world whose module {module_name} "
-                         "has run(spec)")
-
-    def call(**spec: Any) -> Any:
-        return run(spec)
-
-    return call
-
-
-def _world_validator(world: str) -> Any:
-    from schedlab.api import validate
-
-    name = world_module(world)
-    if name == "schedlab.api":
-        return validate
-    module = importlib.import_module(name)
-    own = getattr(module, "validate", None)
-    if own is None:
-        return validate
-
-    def call(**spec: Any) -> Any:
-        return own(spec)
-
-    return call
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1001,10 +913,11 @@ def policies_markdown() -> str:
         aliases = f" (aliases: {', '.join(f'`{a}`' for a in p['aliases'])})" if p["aliases"] else ""
         lines += [f"### `{p['name']}`{aliases}", "", _md(p["summary"]), ""]
         if p["params"]:
-            lines += ["| parameter | meaning | allowed | default |", "| --- | --- | --- | --- |"]
+            lines += ["| parameter | meaning | allowed | unit | default |",
+                      "| --- | --- | --- | --- | --- |"]
             for q in p["params"]:
                 lines.append(f"| `{q['name']}` | {_md(q['help'])} | {_md(q['allowed'])} | "
-                             f"{_md(str(q['default']))} |")
+                             f"{q['unit']} | {_md(q['default_text'])} |")
         else:
             lines.append("No parameters.")
         lines.append("")

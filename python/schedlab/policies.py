@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedlab.spec import policy_catalog, spec_error
+from schedlab.vocabulary import policy_catalog, spec_error
 
 
 class Policy:

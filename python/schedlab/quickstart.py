@@ -8,15 +8,14 @@ shared across policies (common random numbers), so policy differences are not no
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 
 from rich.console import Console
 from rich.table import Table
-from scipy import stats
 
 from schedlab import theory
 from schedlab.api import simulate
+from schedlab.stats import t_interval
 
 LOAD = 0.95
 MEAN_SIZE = 20.0
@@ -45,12 +44,8 @@ def _theory(policy: str, params: dict, arrival: str, size: str) -> dict[str, flo
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
     """Mean and half-width of its 95% confidence interval (Student t)."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, math.nan
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return mean, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    iv = t_interval(values)
+    return iv.mean, iv.half_width
 
 
 def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:

@@ -1,4 +1,6 @@
-"""The result schema shared by every world: per-job table, run summary, environment."""
+"""The result schema shared by every world: per-job table, run summary, environment, and
+`summarize`, the one code (the core's) that turns a world's per-job and per-task tables into
+the run summary."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+import schedlab._core as _core
+from schedlab.vocabulary import spec_error
 
 JOB_COLUMNS = [
     "job", "client", "class", "cpu", "arrival", "first_run", "completion", "size", "wait",
@@ -19,12 +25,42 @@ JOB_COLUMNS = [
 ]
 
 
+# What `summarize` reads of a per-job table; counts (context switches, migrations) are NaN where
+# a world could not measure them.
+SUMMARY_COLUMNS = ["client", "class", "arrival", "completion", "size", "wait", "response",
+                   "slowdown", "context_switches", "migrations"]
+TASK_COLUMNS = ["task", "class", "jobs", "response_mean", "migrations", "cpu", "service",
+                "share", "entitled", "share_ratio"]
+CLASS_COLUMNS = ["class", "jobs", "response_mean", "response_p50", "response_p95",
+                 "response_p99", "wait_mean", "slowdown_mean"]
+
+
+def summarize(jobs: pd.DataFrame, tasks: list[dict[str, Any]], class_names: list[str],
+              counters: dict[str, Any]) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """The run summary, the class table and the task table of a world's run.
+
+    `jobs`: the measured jobs, in completion order, with SUMMARY_COLUMNS (negative client: a
+    one-job task; NaN: not measured). `tasks`: per task, its CPU `service` and `entitled` CPU
+    over the measured interval (task, class, service, entitled, migrations, cpu). `counters`:
+    what only the world measured (policy, seed, cpus, measure_start, measure_end, busy_per_cpu
+    and busy_span, ...; see `schedlab_model::summary::Counters`). Quantiles are the lower
+    empirical ones (the ceil(p n)-th value), spreads are sample standard deviations, Jain's
+    index of nothing shared is NaN: the definitions of every world, computed by one code.
+    """
+    ordered = jobs.sort_values("completion", kind="stable") if len(jobs) else jobs
+    columns = {c: np.ascontiguousarray(ordered[c].to_numpy(dtype=float, na_value=np.nan))
+               if c in ordered else np.full(len(ordered), np.nan) for c in SUMMARY_COLUMNS}
+    out = _core.summarize(columns, tasks, [str(c) for c in class_names], counters)
+    return (out["summary"], pd.DataFrame(out["classes"], columns=CLASS_COLUMNS),
+            pd.DataFrame(out["tasks"], columns=TASK_COLUMNS))
+
+
 def environment() -> dict[str, Any]:
     """What a reader needs to rerun: versions and machine."""
-    from schedlab import __version__
+    from importlib.metadata import version
 
     return {
-        "schedlab": __version__,
+        "schedlab": version("schedlab"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -87,8 +123,6 @@ def write_table(df: pd.DataFrame, path: str | Path) -> None:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
-        from schedlab.spec import spec_error
-
         raise spec_error("jobs_out", str(path), "a file name ending in .csv or .parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -6,9 +6,11 @@ policy, driven by schedlab's load generator over real sockets on 127.0.0.1.
 starts `python -m schedlab.server serve` as a child process on a free port, serves a file
 catalogue generated in a temporary root, runs the load in this process, stops the server with
 SIGTERM (it drains) and joins the generator's per-request table with the server's per-request
-log. The spec uses the simulator's keys wherever they mean the same thing (time in ms, `size`
-in ms of service through the cost model); `docs/server.md` lists the mapping. This module also
-holds the `schedlab serve` and `schedlab load` commands (`add_commands`).
+log. The spec's keys are the vocabulary's (`schedlab.vocabulary`): `cpus` are the worker
+threads, `size` is ms of service through the cost model; `docs/server.md` lists them, and
+`schedlab.worlds.server` says how the server world reads every other key. This module also
+holds the `schedlab serve` and `schedlab load` commands (`add_commands`), the server program's
+own configuration.
 """
 
 from __future__ import annotations
@@ -30,47 +32,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab import _core
+import schedlab._core as _core
 from schedlab._core import SpecError
-from schedlab.results import JOB_COLUMNS, Result, dumps, write_table
-from schedlab.spec import _param_value, add_policy_param_flags, find_policy, spec_error
+from schedlab.clikit import Parser, add_policy_param_flags
+from schedlab.results import JOB_COLUMNS, Result, dumps, summarize, write_table
+from schedlab.vocabulary import find_policy, param_value, spec_error
 
-# Server-world keys beyond the simulator's, with the experiment-file section they belong to.
-SERVER_KEYS: dict[str, tuple[str, str]] = {
-    "workers": ("machine", "worker threads of the server; default `cpus`, else 2"),
-    "buffer": ("machine", "bounded buffer: requests waiting for a worker, at most; default 128"),
-    "packet": ("machine", "packet size in bytes (default 65536) or lines (default 10)"),
-    "packet_unit": ("machine", "bytes or lines; default bytes"),
-    "cost": ("machine", "emulated cost per request, fixed + per size, e.g. 0ms+0.1ms/KB; "
-             "default none (real cost only)"),
-    "cost_mode": ("machine", "sleep or spin; default sleep"),
-    "max_connections": ("machine", "open connections at most; default 10000"),
-    "header_timeout": ("machine", "ms to receive a request head once begun; default 10000"),
-    "idle_timeout": ("machine", "ms a kept-alive connection may idle; default 30000"),
-    "send_timeout": ("machine", "ms a worker waits for a slow reader; default 30000"),
-    "drain_timeout": ("machine", "ms to finish requests in flight at stop; default 30000"),
-    "rate": ("workload", "open loop: requests per second (Poisson unless arrival = constant)"),
-    "duration": ("workload", "synonym of time: stop sending after this many ms"),
-    "bytes": ("workload", "file size distribution in bytes, instead of `size` through the cost"),
-    "files": ("workload", "files in the generated catalogue (per class); default 100"),
-    "catalogue": ("workload", "explicit files: list of {path, bytes, weight, class}"),
-    "zipf": ("workload", "pick files by a Zipf law of this exponent instead of uniformly"),
-    "burst": ("workload", "scripted burst: list of {at (ms), count, bytes|size|path, class}"),
-    "threads": ("experiment", "load generator threads; default 1"),
-    "connections": ("experiment", "open loop: client connections at most; default 1000"),
-    "timeout": ("experiment", "ms before a request counts as failed; default 30000"),
-    "miss": ("experiment", "a send later than this (ms) counts as missed; default 1"),
-    "keep_alive": ("experiment", "clients reuse connections; default true"),
-    "hdr_log": ("output", "keep the HdrHistogram interval log at this path"),
-    "server_log": ("output", "keep the server's per-request CSV log at this path"),
-}
-# Simulator keys with the same meaning here.
-SIM_KEYS = ("policy", "params", "arrival", "load", "size", "jobs", "time", "warmup",
-            "warmup_time", "cpus", "seed", "clients", "think", "classes", "world")
-# Simulator keys about storage or the simulator's engine, without effect here.
-IGNORED_KEYS = ("keep_jobs", "keep_schedule", "allow_unstable", "batches")
-CLASS_KEYS = ("name", "fraction", "size", "bytes", "priority", "tickets", "weight", "nice",
-              "deadline", "clients", "prefix")
+# The keys the server world reads (their meaning, unit and help: `schedlab.vocabulary`).
+NATIVE_KEYS = frozenset({
+    "policy", "params", "arrival", "load", "size", "jobs", "time", "clients", "think", "classes",
+    "bytes", "files", "catalogue", "zipf", "burst", "cpus", "buffer", "packet", "packet_unit",
+    "cost", "cost_mode", "max_connections", "header_timeout", "idle_timeout", "send_timeout",
+    "drain_timeout", "seed", "warmup", "warmup_time", "threads", "connections", "timeout",
+    "miss", "keep_alive", "keep_jobs", "hdr_log", "server_log"})
+NATIVE_CLASS_KEYS = frozenset({"name", "fraction", "size", "bytes", "priority", "tickets",
+                               "weight", "nice", "deadline", "clients", "prefix"})
 EXTRA_COLUMNS = ["sent", "status", "error", "path", "server_arrival", "service", "turns"]
 DEFAULT_FILES = 100
 MAX_CATALOGUE_BYTES = 4 << 30
@@ -152,31 +128,18 @@ def plan(spec: dict[str, Any]) -> Plan:
     param_names = {p["name"] for p in info["params"]}
     params: dict[str, Any] = dict(spec.get("params") or {})
     for key in list(spec):
-        if key in SIM_KEYS or key in SERVER_KEYS or key in IGNORED_KEYS:
+        if key in NATIVE_KEYS:
             continue
         if key in param_names:
-            params[key] = spec[key]
+            params[key] = spec.pop(key)
             continue
-        if key == "context_switch":
-            if spec[key] not in (0, 0.0):
-                raise spec_error(key, spec[key], "0 in the server world: its context switches "
-                                 "cost what they really cost")
-            continue
-        if key == "trace":
-            raise spec_error(key, spec[key], "a key of the sim world; the server world "
-                             "replays no traces (use burst or catalogue)")
-        known = sorted({*SIM_KEYS, *SERVER_KEYS, *param_names} - {"world"})
+        known = sorted({*NATIVE_KEYS, *param_names})
         raise spec_error(key, spec[key], f"a server-world key ({', '.join(known)})")
-    if spec.get("world", "server") != "server":
-        raise spec_error("world", spec["world"], "server")
-    params = {k: _param_value(k, v) for k, v in params.items()}
+    params = {k: param_value(k, v) for k, v in params.items()}
+    _core.check_discrete(policy_name, params, _core.SERVE_FLUID_REFUSED)
     seed = _num("seed", spec.get("seed", 1), integer=True)
     cost = _core.parse_cost(str(spec.get("cost", "none")))
-    workers = spec.get("workers", spec.get("cpus", 2))
-    if "workers" in spec and "cpus" in spec and spec["workers"] != spec["cpus"]:
-        raise spec_error("workers", spec["workers"], f"the same as cpus ({spec['cpus']}) or "
-                         "only one of them")
-    workers = _num("workers", workers, integer=True, low=1)
+    workers = _num("cpus", spec.get("cpus", 2), integer=True, low=1)
 
     # Classes: declared, plus those named by bursts and catalogue entries.
     declared = list(spec.get("classes") or [])
@@ -185,9 +148,9 @@ def plan(spec: dict[str, Any]) -> Plan:
         if not isinstance(c, dict):
             raise spec_error(f"classes[{i}]", c, "a table of class keys")
         for k in c:
-            if k not in CLASS_KEYS:
+            if k not in NATIVE_CLASS_KEYS:
                 raise spec_error(f"classes[{i}].{k}", c[k],
-                                 f"a class key ({', '.join(CLASS_KEYS)})")
+                                 f"a class key ({', '.join(sorted(NATIVE_CLASS_KEYS))})")
         classes.append({"name": str(c.get("name", i)), **{k: v for k, v in c.items()
                                                           if k != "name"}})
     names = [c["name"] for c in classes]
@@ -249,17 +212,13 @@ def plan(spec: dict[str, Any]) -> Plan:
         raise spec_error("clients", spec["clients"], "either clients or classes[].clients, "
                          "not both")
     closed = "clients" in spec or class_clients
-    open_keys = [k for k in ("rate", "arrival", "load") if k in spec]
+    open_keys = [k for k in ("arrival", "load") if k in spec]
     if closed + bool(open_keys) + bool(burst_groups) != 1:
         given = ([k for k in ("clients",) if closed] + open_keys
                  + (["burst"] if burst_groups else []))
         raise spec_error(given[0] if given else "arrival", ", ".join(given) or "(none)",
-                         "one workload: clients (closed loop), arrival, rate or load (open "
-                         "loop), or burst")
-    if len(open_keys) > 1 and not (open_keys == ["rate", "arrival"]
-                                   and spec["arrival"] in ("poisson", "constant")):
-        raise spec_error(open_keys[1], spec[open_keys[1]], "only one of arrival, rate and load "
-                         "(or rate with arrival = poisson or constant)")
+                         "one workload: clients (closed loop), arrival or load (open loop), "
+                         "or burst")
 
     # A generated catalogue: `files` files per class (or in all), sizes drawn from the class's
     # size (ms, through the cost) or bytes distribution, else the global one.
@@ -297,11 +256,6 @@ def plan(spec: dict[str, Any]) -> Plan:
                          f"(this one would take {total / 2**30:.1f} GiB): fewer files or "
                          "smaller sizes")
 
-    if "duration" in spec:
-        if "time" in spec and spec["time"] != spec["duration"]:
-            raise spec_error("duration", spec["duration"], f"the same as time ({spec['time']}) "
-                             "or only one of them")
-        spec["time"] = spec.pop("duration")
     load: dict[str, Any] = {"seed": seed, "progress": False}
     for k in ("jobs", "time", "warmup", "threads", "connections", "timeout", "miss",
               "keep_alive", "zipf"):
@@ -316,10 +270,6 @@ def plan(spec: dict[str, Any]) -> Plan:
             load["think"] = _dist_text(spec["think"])
     elif burst_groups:
         load["burst"] = burst_groups
-    elif "rate" in spec:
-        load["rate"] = _num("rate", spec["rate"], strict=True)
-        if "arrival" in spec:
-            load["arrival"] = spec["arrival"]
     elif "arrival" in spec:
         load["arrival"] = _dist_text(spec["arrival"])
     else:
@@ -510,14 +460,13 @@ def run(spec: dict[str, Any]) -> Result:
 
 def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
             log: pd.DataFrame | None) -> Result:
-    s = raw["summary"]
     jobs = request_table(raw, p, log)
     warmup_time = p.spec.get("warmup_time")
     if warmup_time is not None:
         jobs = jobs[jobs["arrival"] >= float(warmup_time)].reset_index(drop=True)
     ok = jobs[jobs["error"] == 0]
-    summary = _summary(p, ok, jobs, s, stats)
-    return Result(summary=summary, jobs=jobs, classes=_classes(p, ok), tasks=_tasks(p, ok),
+    summary, classes, tasks = _summary(p, ok, jobs, raw["summary"], stats)
+    return Result(summary=summary, jobs=jobs, classes=classes, tasks=tasks,
                   schedule=pd.DataFrame(columns=["cpu", "job", "task", "start", "end"]),
                   spec={"world": "server", **p.spec})
 
@@ -527,7 +476,7 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
     """The generator's requests in the common schema, joined with the server's log if any.
 
     Columns the client cannot know (cpu, first_run, wait, context_switches, migrations) come
-    from the server's log; without it they are -1 (integers) or NaN.
+    from the server's log; without it they are -1 (cpu) or NaN.
     """
     r = {k: np.asarray(v) for k, v in raw["requests"].items()}
     n = len(r["id"])
@@ -544,8 +493,8 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
         "wait": np.full(n, np.nan),
         "response": r["completion"] - r["arrival"],
         "slowdown": np.full(n, np.nan),
-        "context_switches": np.full(n, -1, dtype=np.int64),
-        "migrations": np.full(n, -1, dtype=np.int64),
+        "context_switches": np.full(n, np.nan),
+        "migrations": np.full(n, np.nan),
         "sent": r["sent"],
         "status": r["status"].astype(np.int64),
         "error": r["error"].astype(np.int64),
@@ -577,8 +526,8 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
         admitted = np.where(col("admitted_ns") > 0, ms("admitted_ns"), ms("arrival_ns"))
         df.loc[have, "server_arrival"] = admitted[have]
         df.loc[served, "service"] = col("service_ns")[served] / 1e6
-        df.loc[served, "context_switches"] = col("switches")[served].astype(np.int64)
-        df.loc[served, "migrations"] = np.maximum(col("workers")[served] - 1, 0).astype(np.int64)
+        df.loc[served, "context_switches"] = col("switches")[served]
+        df.loc[served, "migrations"] = np.maximum(col("workers")[served] - 1, 0)
         df.loc[served, "turns"] = col("turns")[served].astype(np.int64)
         cls = col("class")
         use = served & (cls >= 0)
@@ -589,80 +538,65 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
     return df[JOB_COLUMNS + EXTRA_COLUMNS]
 
 
-def _q(x: np.ndarray, prob: float) -> float:
-    """The simulator's quantile: the ceil(p n)-th smallest value."""
-    if len(x) == 0:
-        return float("nan")
-    return float(np.quantile(x, prob, method="inverted_cdf"))
-
-
-def _jain(x: np.ndarray) -> float:
-    x = x[np.isfinite(x)]
-    if len(x) == 0:
-        return float("nan")
-    return float(x.sum() ** 2 / (len(x) * (x ** 2).sum())) if (x ** 2).sum() > 0 else 1.0
-
-
-def _task_cv(ok: pd.DataFrame) -> float:
-    """Coefficient of variation of the clients' mean responses (as the simulator reports)."""
-    means = ok.groupby("client")["response"].mean()
-    means = means[means.index >= 0]
-    if len(means) < 2:
-        return float("nan")
-    return float(means.std(ddof=1) / means.mean())
+def _entitled(p: Plan, ok: pd.DataFrame, clients: list[int], start: float,
+              end: float) -> list[float]:
+    """Entitled service per client: a client is runnable while its request is in the server
+    (arrival to completion); the runnable clients share the workers by the policy's weight
+    of their class (tickets, weight or nice, or 1), none above one worker."""
+    index = {c: i for i, c in enumerate(clients)}
+    tickets, weights = [], []
+    for c in clients:
+        cls = int(ok.loc[ok["client"] == c, "class"].iloc[0])
+        conf = p.serve.get("classes", [{}])[cls] if p.serve.get("classes") else {}
+        tickets.append(float(conf.get("tickets", 1.0)))
+        # As the server schedules the class: its weight, or the weight of its nice value.
+        weights.append(float(conf["weight"]) if "weight" in conf else
+                       _core.nice_to_weight(conf["nice"]) if "nice" in conf else 1.0)
+    shares = _core.policy_entitlements(p.policy, tickets, weights, p.params or None)
+    rows = ok[ok["client"] >= 0]
+    return _core.entitled_from_intervals(
+        [index[int(c)] for c in rows["client"]], rows["arrival"].astype(float).tolist(),
+        rows["completion"].astype(float).tolist(), shares, float(p.serve["workers"]),
+        (start, end))
 
 
 def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
-             stats: dict[str, Any]) -> dict[str, Any]:
-    resp = ok["response"].to_numpy()
-    wait = ok["wait"].to_numpy()
-    wait = wait[np.isfinite(wait)]
-    slow = ok["slowdown"].to_numpy()
-    start = float(ok["arrival"].min()) if len(ok) else float("nan")
-    end = float(ok["completion"].max()) if len(ok) else float("nan")
-    span = end - start if len(ok) else float("nan")
+             stats: dict[str, Any]) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """The common summary (`schedlab.results.summarize`) of the requests served, and the
+    server world's own keys."""
     workers = int(p.serve["workers"])
     busy = [float(b) for b in stats.get("busy_ms", [])]
     duration = float(s["duration"])
+    start = float(ok["arrival"].min()) if len(ok) else float("nan")
+    end = float(ok["completion"].max()) if len(ok) else float("nan")
+    span = end - start
     service = p.service_ms(ok["size"].to_numpy())
-    arrivals = ok["arrival"].to_numpy()
-    arrival_rate = (len(ok) - 1) / (arrivals.max() - arrivals.min()) if len(ok) > 1 and \
-        arrivals.max() > arrivals.min() else float("nan")
-    mean_service = float(np.mean(service)) if len(service) else float("nan")
-    nan = float("nan")
-    return {
-        "policy": p.policy, "jobs": int(len(ok)), "cpus": workers, "seed": p.load["seed"],
-        "response_mean": float(resp.mean()) if len(resp) else nan,
-        "response_p50": _q(resp, 0.5), "response_p95": _q(resp, 0.95),
-        "response_p99": _q(resp, 0.99),
-        "response_std": float(resp.std(ddof=1)) if len(resp) > 1 else 0.0 if len(resp) else nan,
-        "response_max": float(resp.max()) if len(resp) else nan,
-        "wait_mean": float(wait.mean()) if len(wait) else nan,
-        "wait_p50": _q(wait, 0.5), "wait_p95": _q(wait, 0.95), "wait_p99": _q(wait, 0.99),
-        "wait_std": float(wait.std(ddof=1)) if len(wait) > 1 else nan,
-        "slowdown_mean": float(np.nanmean(slow)) if np.isfinite(slow).any() else nan,
-        "slowdown_p99": _q(slow[np.isfinite(slow)], 0.99),
-        "throughput": len(ok) / span if span and span > 0 else nan,
-        "utilization": sum(busy) / (workers * duration) if duration > 0 and busy else nan,
-        "utilization_per_cpu": [b / duration for b in busy] if duration > 0 else [],
-        "context_switches": int(ok["context_switches"].clip(lower=0).sum()),
-        "migrations": int(ok["migrations"].clip(lower=0).sum()),
+    tasks: list[dict[str, Any]] = []
+    if len(ok) and (ok["client"] >= 0).any():
+        clients = sorted(int(c) for c in ok.loc[ok["client"] >= 0, "client"].unique())
+        entitled = _entitled(p, ok, clients, start, end)
+        for c, ent in zip(clients, entitled, strict=True):
+            mine = ok[ok["client"] == c]
+            cls = int(mine["class"].iloc[0])
+            tasks.append({"task": c, "class": p.classes[cls] if p.classes else "0",
+                          "service": float(mine["service"].sum()), "entitled": ent,
+                          "migrations": float(mine["migrations"].sum()), "cpu": -1})
+    counters = {
+        "policy": p.policy, "seed": int(p.load["seed"]), "cpus": workers,
+        "measure_start": start, "measure_end": end,
+        "busy_per_cpu": busy, "busy_span": duration, "busy_time": float(sum(busy)),
+        "work_served": float(np.nansum(service)) if np.isfinite(service).any() else np.nan,
+        "overhead_time": np.nan,
         # The server has one queue (its buffer) for all workers: by Little's law its mean
         # number of requests present is the total time they spent in it over the span.
-        "runnable_mean_per_cpu": [float(resp.sum() / span)] if span and span > 0 else [nan],
-        "task_response_cv": _task_cv(ok),
-        "jain_slowdown": _jain(slow), "jain_share": nan,
-        "offered_load": arrival_rate * mean_service / workers
-        if math.isfinite(mean_service) else nan,
-        "arrival_rate": arrival_rate,
-        "mean_in_system": float(resp.sum() / span) if span and span > 0 else nan,
-        "measure_start": start, "measure_end": end, "sim_time": duration,
-        "busy_time": float(sum(busy)),
-        "work_served": float(np.nansum(service)) if np.isfinite(service).any() else nan,
-        "overhead_time": nan, "warmup_jobs": int(s["warmup"]),
+        "runnable_mean_per_cpu": [float(ok["response"].sum() / span)] if span > 0 else [np.nan],
+        "offered_load": np.nan, "sim_time": duration, "warmup_jobs": int(s["warmup"]),
         "unfinished": int((jobs["error"] != 0).sum()), "events": int(s["sent"]),
-        "response_batch_means": [],
-        # The server world's own.
+    }
+    summary, classes, task_table = summarize(ok, tasks, p.classes or ["0"], counters)
+    mean_service = float(np.mean(service)) if len(service) else float("nan")
+    summary["offered_load"] = summary["arrival_rate"] * mean_service / workers
+    summary.update({
         "world": "server", "missed_sends": int(s["missed_sends"]), "errors": int(s["errors"]),
         "errors_by_kind": s["errors_by_kind"], "status": s["status"], "bytes": int(s["bytes"]),
         "duration": duration, "throughput_rps": s["throughput"], "offered_rate": s["offered_rate"],
@@ -672,40 +606,8 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
         "server_errors": stats.get("errors", {}), "server_drained": bool(stats.get("drained")),
         "cost": p.serve.get("cost", "none"), "cost_mode": p.serve.get("cost_mode", "sleep"),
         "hdr_log": s.get("hdr_log"),
-    }
-
-
-def _classes(p: Plan, ok: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    names = p.classes or ["0"]
-    for i, name in enumerate(names):
-        g = ok[ok["class"] == i] if p.classes else ok
-        r = g["response"].to_numpy()
-        rows.append({"class": name, "jobs": len(g),
-                     "response_mean": float(r.mean()) if len(r) else float("nan"),
-                     "response_p50": _q(r, 0.5), "response_p95": _q(r, 0.95),
-                     "response_p99": _q(r, 0.99),
-                     "wait_mean": float(g["wait"].mean()) if len(g) else float("nan"),
-                     "slowdown_mean": float(g["slowdown"].mean()) if len(g) else float("nan")})
-    return pd.DataFrame(rows)
-
-
-def _tasks(p: Plan, ok: pd.DataFrame) -> pd.DataFrame:
-    if (ok["client"] < 0).all() or not len(ok):
-        return pd.DataFrame()
-    rows = []
-    for client, g in ok.groupby("client"):
-        service = g["service"].sum()
-        rows.append({"task": int(client),
-                     "class": p.classes[int(g["class"].iloc[0])] if p.classes else "0",
-                     "jobs": len(g), "response_mean": float(g["response"].mean()),
-                     "service": float(service)})
-    t = pd.DataFrame(rows)
-    total = t["service"].sum()
-    t["share"] = t["service"] / total if total > 0 else float("nan")
-    t["entitled"] = 1.0 / len(t)
-    t["share_ratio"] = t["share"] / t["entitled"]
-    return t
+    })
+    return summary, classes, task_table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -777,8 +679,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--stats", help="JSON stats written at exit")
     p.add_argument("--seed", type=int, help="seed of randomised policies")
     p.add_argument("--quiet", action="store_true", help="do not print where it listens")
-    add_policy_param_flags(p, "policy parameters (see `schedlab policies`; quantum counts "
-                           "packets)")
+    add_policy_param_flags(p, "policy parameters (see `schedlab policies`; work, such as a "
+                           "quantum, counts packets)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("load", help="load generator: closed loop, open loop or a burst",
@@ -832,7 +734,7 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
     params = dict(cfg.get("params") or {})
     for name, value in vars(args).items():
         if name.startswith("param_") and value is not None:
-            params[name[len("param_"):]] = _param_value(name[len("param_"):], value)
+            params[name[len("param_"):]] = param_value(name[len("param_"):], value)
     if params:
         cfg["params"] = params
     if "root" not in cfg:
@@ -903,8 +805,6 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m schedlab.server serve|load ...` (what run() starts as the server)."""
-    from schedlab.cli import Parser
-
     parser = Parser(prog="schedlab")
     add_commands(parser.add_subparsers(dest="command", required=True, parser_class=Parser))
     args = parser.parse_args(argv)

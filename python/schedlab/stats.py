@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -31,6 +32,15 @@ class Interval:
         return self.low <= value <= self.high
 
 
+def t_half_width(n: Any, std: Any, confidence: float = 0.95) -> Any:
+    """Student-t half-width of the mean of n i.i.d. values of sample std `std`; NaN where
+    n < 2. Works on numbers and on numpy arrays alike (a sweep's groups at once)."""
+    n = np.asarray(n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = special.stdtrit(np.maximum(n - 1, 1), 0.5 + confidence / 2)  # Student t quantile
+        return np.where(n >= 2, t * np.asarray(std) / np.sqrt(n), np.nan)
+
+
 def t_interval(values: Sequence[float], confidence: float = 0.95,
                method: str = "replications") -> Interval:
     """Mean and Student-t half-width of i.i.d. values (replications with different seeds)."""
@@ -43,8 +53,7 @@ def t_interval(values: Sequence[float], confidence: float = 0.95,
     if n < 2:
         return Interval(mean, math.nan, 1, math.nan, "single run")
     std = float(x.std(ddof=1))
-    t = float(special.stdtrit(n - 1, 0.5 + confidence / 2))  # Student t quantile
-    return Interval(mean, t * std / math.sqrt(n), n, std, method)
+    return Interval(mean, float(t_half_width(n, std, confidence)), n, std, method)
 
 
 def batch_means(batch_values: Sequence[float], confidence: float = 0.95,

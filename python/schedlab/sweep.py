@@ -34,7 +34,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +41,13 @@ import numpy as np
 import pandas as pd
 
 from schedlab import experiment as ex
+from schedlab import theory, worlds
 from schedlab._core import SpecError
 from schedlab.results import environment, json_safe, write_table
-from schedlab.spec import find_policy, spec_error
-from schedlab.stats import batch_means
+from schedlab.stats import batch_means, t_half_width
+from schedlab.store import FORMAT, MANIFEST, RUNS
+from schedlab.vocabulary import find_policy, param_defaults, spec_error
 
-FORMAT = 1
-MANIFEST = "manifest.json"
-RUNS = "runs"
 MANIFEST_EVERY = 1.0  # seconds between manifest rewrites while running
 KEY_COLUMNS = ["world", "point", "label", "policy", "replication", "seed", "run"]
 
@@ -138,9 +136,10 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
         return _skipped(task, "no model", task["skip"], {"start": start_wall,
                                                          "end": time.time()})
     if module not in _RUNNERS:
-        _RUNNERS[module] = ex.world_runner(world, module)
+        _RUNNERS[module] = worlds.runner(world, module)
     kw: dict[str, Any] = {"keep_jobs": task["jobs"]}
-    if module != "schedlab.osrun":  # the os world always returns the dispatcher's segments
+    # Worlds that keep run segments on request (the os world always returns the dispatcher's).
+    if module != worlds.DEFAULT_MODULES.get(world) or world in worlds.key_worlds()["keep_schedule"]:
         kw["keep_schedule"] = task["schedule"] or None
     try:
         result = _RUNNERS[module](**task["spec"], **kw)
@@ -225,7 +224,7 @@ def plan(exp: ex.Experiment, runs_dir: Path) -> list[dict[str, Any]]:
     cfg = exp.config.experiment
     tasks = []
     for r in exp.unique_runs():
-        tasks.append({"id": r.id, "world": r.world, "module": ex.world_module(r.world),
+        tasks.append({"id": r.id, "world": r.world, "module": worlds.MODULES[r.world],
                       "spec": r.spec, "dir": str(runs_dir),
                       "jobs": _wants(cfg.keep_jobs, r.replication),
                       "schedule": _wants(cfg.keep_schedule, r.replication),
@@ -250,10 +249,6 @@ def _status(runs_dir: Path, task: dict[str, Any]) -> str:
             and not real_world(task["world"]):  # the real worlds may have no segments
         return "pending"
     return "done"
-
-
-def _complete(runs_dir: Path, task: dict[str, Any]) -> bool:
-    return _status(runs_dir, task) != "pending"
 
 
 @contextlib.contextmanager
@@ -575,8 +570,6 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     """Mean and confidence interval of every metric per world, point and policy, in long form;
     theory beside response_mean where a closed form exists. Vectorised over groups: a sweep of
     thousands of runs is combined in a fraction of a second."""
-    from scipy import special
-
     conf = float(exp.config.experiment.confidence)
     if summaries.empty:
         return pd.DataFrame(columns=["world", "point", *exp.sweep_keys, "label", "policy",
@@ -593,9 +586,7 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     n = values.count().to_numpy()
     mean = values.mean().to_numpy()
     std = values.std(ddof=1).to_numpy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = special.stdtrit(np.maximum(n - 1, 1), 0.5 + conf / 2)
-        half = np.where(n >= 2, t * std / np.sqrt(n), np.nan)
+    half = t_half_width(n, std, conf)
     method = np.where(n >= 2, "replications", "single run").astype(object)
     theory = np.full(len(firsts), np.nan)
     for i, row in firsts.iterrows():
@@ -631,26 +622,18 @@ THEORY_KEYS = {"policy", "arrival", "load", "size", "jobs", "time", "warmup", "w
 
 
 def theory_for(spec: dict[str, Any]) -> float | None:
-    """The closed-form mean response time of a flat sim spec, or None."""
-    from schedlab import theory
-
+    """The closed-form mean response time of a sim spec, or None."""
     try:
         info = find_policy(spec["policy"])
     except (SpecError, KeyError):
         return None
-    names = {p["name"]: p for p in info["params"]}
-    extra = set(spec) - THEORY_KEYS - set(names)
+    names = {p["name"] for p in info["params"]}
+    given = {**(spec.get("params") or {}), **{k: v for k, v in spec.items() if k in names}}
+    extra = set(spec) - THEORY_KEYS - names - {"params"}
     if extra or spec.get("context_switch"):
         return None
-    params: dict[str, Any] = {}
-    for name, p in names.items():  # the engine's defaults count: RR's default quantum is 10
-        if name in spec:
-            params[name] = spec[name]
-        else:
-            with contextlib.suppress(ValueError):
-                params[name] = float(p["default"])
-            if p["default"] in ("true", "false"):
-                params[name] = p["default"] == "true"
+    # The engine's defaults count: RR's default quantum is 10.
+    params: dict[str, Any] = {**param_defaults(info["name"]), **given}
     size = spec.get("size", "exp:1")
     if isinstance(size, int | float):
         size = f"det:{size}"
@@ -664,149 +647,3 @@ def theory_for(spec: dict[str, Any]) -> float | None:
         return theory.mean_response(info["name"], arrival, size, cpus=cpus, **params)
     except (ValueError, SpecError, TypeError):
         return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Loading
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Results:
-    """A results directory as tidy DataFrames.
-
-    `summaries`: one row per world x point x policy x replication, sweep keys as columns named
-    by their path (`workload.load`); `stats`: mean and CI per metric (long form) with theory;
-    `classes`, `tasks`: per-class and per-task rows with the same keys; `jobs`, `schedule`:
-    stored per-job rows and run segments, keyed by `run` (join with `summaries` on `run`).
-    """
-
-    dir: Path
-    manifest: dict[str, Any]
-    summaries: pd.DataFrame
-    stats: pd.DataFrame
-    classes: pd.DataFrame
-    tasks: pd.DataFrame
-    timing: pd.DataFrame
-    skipped: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-    @property
-    def sweep_keys(self) -> list[str]:
-        return list(self.manifest.get("sweep_keys", []))
-
-    @property
-    def labels(self) -> list[str]:
-        return list(self.manifest.get("labels", []))
-
-    def _stored(self, kind: str) -> pd.DataFrame:
-        frames = []
-        runs_dir = self.dir / RUNS
-        keys = self.summaries.drop_duplicates("run").set_index("run")
-        for rid in keys.index:
-            path = runs_dir / f"{rid}.{kind}.parquet"
-            if path.exists():
-                df = pd.read_parquet(path)
-                row = keys.loc[rid]
-                for col in ("replication", "policy", "label", "world"):
-                    df.insert(0, col, row[col])
-                df.insert(0, "run", rid)
-                frames.append(df)
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-    @cached_property
-    def jobs(self) -> pd.DataFrame:
-        return self._stored("jobs")
-
-    @cached_property
-    def schedule(self) -> pd.DataFrame:
-        return self._stored("schedule")
-
-    @cached_property
-    def load_series(self) -> pd.DataFrame:
-        """Runnable tasks per CPU over time (time, cpu, runnable) of every run that has it."""
-        return self._stored("load_series")
-
-    def run_table(self, run: str, kind: str) -> pd.DataFrame | None:
-        path = self.dir / RUNS / f"{run}.{kind}.parquet"
-        return pd.read_parquet(path) if path.exists() else None
-
-    def metric(self, name: str) -> pd.DataFrame:
-        """The stats rows of one metric (mean, CI, theory) per world, point and policy."""
-        return self.stats[self.stats.metric == name].reset_index(drop=True)
-
-
-def load_results(directory: str | Path) -> Results:
-    """Reads a results directory written by `schedlab run`."""
-    d = Path(directory)
-    path = d / MANIFEST
-    if not path.exists():
-        raise spec_error("results", str(d), "a directory written by `schedlab run` (no "
-                         "manifest.json)")
-    with open(path) as f:
-        manifest = json.load(f)
-    if manifest.get("status") != "complete" or not (d / "summaries.parquet").exists():
-        counts = manifest.get("counts", {})
-        raise spec_error("results", str(d), "a finished sweep (this one has "
-                         f"{counts.get('done', 0)} of {len(set(r['id'] for r in manifest['runs']))}"
-                         " runs done; rerun `schedlab run` to finish it)")
-
-    def read(name: str) -> pd.DataFrame:
-        p = d / name
-        return pd.read_parquet(p) if p.exists() and p.stat().st_size else pd.DataFrame()
-
-    return Results(d, manifest, read("summaries.parquet"), read("stats.parquet"),
-                   read("classes.parquet"), read("tasks.parquet"), read("timing.parquet"),
-                   read("skipped.parquet"))
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line: `schedlab run` and `schedlab report`
-# ---------------------------------------------------------------------------------------------
-
-
-def cmd_run(args: Any) -> int:
-    try:
-        out = run(args.file, out=args.out, workers=args.workers, dask=args.dask,
-                  quick=args.quick)
-    except SweepFailed as e:
-        print(f"schedlab: error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("schedlab: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
-    skipped = pd.read_parquet(out / "skipped.parquet") if (out / "skipped.parquet").exists() \
-        else pd.DataFrame()
-    if len(skipped):
-        for (world, reason), g in skipped.groupby(["world", "reason"], sort=False):
-            print(f"schedlab: {len(g)} {world} runs skipped: {reason}", file=sys.stderr)
-    print(out)
-    return 0
-
-
-def cmd_report(args: Any) -> int:
-    from schedlab.report import make_report
-
-    html = make_report(args.dir, html=args.html)
-    print(html)
-    return 0
-
-
-def add_parsers(sub: Any) -> None:
-    """Registers `run` and `report` on the `schedlab` command's subparsers."""
-    p = sub.add_parser("run", help="run an experiment file: every sweep point x policy x "
-                       "replication (resumes an interrupted sweep)")
-    p.add_argument("file", help="experiment file (TOML), e.g. experiments/rr-ps-fcfs/"
-                   "experiment.toml")
-    p.add_argument("--out", help="results directory; default results/NAME (NAME-quick)")
-    p.add_argument("--workers", type=int, help="local worker processes; default every core "
-                   "(sim), 1 (server and os worlds, which measure the machine)")
-    p.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler instead "
-                   "(workers must see the results directory)")
-    p.add_argument("--quick", action="store_true", help="scaled down for CI and demos "
-                   "([quick] tables of the file, else generic scaling)")
-    p.set_defaults(func=cmd_run)
-    p = sub.add_parser("report", help="plots and one self-contained HTML file from a results "
-                       "directory")
-    p.add_argument("dir", help="results directory written by `schedlab run`")
-    p.add_argument("--html", help="HTML file to write; default DIR/report.html")
-    p.set_defaults(func=cmd_report)

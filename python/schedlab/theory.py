@@ -51,8 +51,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from schedlab import _core
-from schedlab.spec import spec_error
+import schedlab._core as _core
+from schedlab.vocabulary import spec_error
 
 __all__ = [
     "COVERED",

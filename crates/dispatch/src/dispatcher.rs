@@ -8,11 +8,19 @@
 //! policy picks it again, stopped with SIGSTOP. Workers tell the dispatcher when they are about
 //! to block (I/O, think) and when they are back; a blocked worker is never stopped, so its I/O
 //! completes on time, and its CPU goes to another worker at once. Its entitlement passes to the
-//! runnable workers meanwhile: entitlement is integrated over the runnable set only.
+//! runnable workers meanwhile: entitlement is integrated over the runnable set only, by the
+//! model's water-filling over all the CPUs (the simulator's definition, whatever the view).
+//!
+//! With per-CPU runqueues each task is placed once, at the start, where the policy's
+//! `select_cpu` says or else by least tickets (xv6's fork-time placement; the simulator's
+//! `placement = least-tickets`, the same code), and never moved.
 
 use std::sync::atomic::Ordering;
 
-use schedlab_policy::{Enqueue, JobId, JobView, Policy};
+use rand::SeedableRng;
+use schedlab_model::entitlement::Entitlement;
+use schedlab_model::placement::{CpuLoad, Metric, Placement, TaskPlace};
+use schedlab_policy::{Dequeue, Enqueue, JobId, JobView, Policy};
 
 use crate::output::{DispatchStats, Segments};
 use crate::plan::{Checked, DispatchPlan};
@@ -47,7 +55,6 @@ pub struct Dispatcher {
     pinned: Vec<Option<usize>>,
     state: Vec<TState>,
     views: Vec<JobView>,
-    weights: Vec<f64>,
     pids: Vec<i32>,
     clocks: Vec<Option<libc::clockid_t>>,
     mark: Vec<u64>,
@@ -56,13 +63,11 @@ pub struct Dispatcher {
     seen_jobs: Vec<u64>,
     job_attained: Vec<f64>,
     t0: u64,
-    // Shares: entitled CPU (ms) integrated over the runnable set, received CPU (ms).
-    rate: Vec<f64>,
-    pub entitled: Vec<f64>,
+    /// Entitled CPU (ms) integrated over the runnable set; received CPU (ms).
+    shares: Entitlement,
+    weights: Vec<f64>,
     pub received: Vec<f64>,
     pub dispatches: Vec<u64>,
-    last_integrate: f64,
-    rates_dirty: bool,
     pub segments: Segments,
     pub stats: DispatchStats,
     lateness_sum: f64,
@@ -81,7 +86,7 @@ impl Dispatcher {
         t0: u64,
     ) -> Result<Dispatcher, String> {
         let cpus = checked.plan.cpus.clone();
-        let per_cpu = plan.view == "per_cpu";
+        let per_cpu = plan.per_cpu();
         let n_pol = if per_cpu { cpus.len() } else { 1 };
         let mut policies = Vec::new();
         for i in 0..n_pol {
@@ -90,6 +95,7 @@ impl Dispatcher {
             policies.push(p);
         }
         let n = pids.len();
+        let cpus_n = cpus.len();
         let mut views = Vec::with_capacity(n);
         for (i, t) in checked.plan.tasks.iter().enumerate() {
             let mut v = JobView::new(JobId(i as u32), 0.0, f64::INFINITY);
@@ -101,24 +107,16 @@ impl Dispatcher {
             v.remaining = 1e300;
             views.push(v);
         }
-        // Per-CPU view: each task is placed once, on the CPU holding the fewest tickets so far
-        // (xv6's fork-time placement), and stays there.
-        let mut home = vec![0usize; n];
-        if per_cpu {
-            let mut load = vec![0.0f64; cpus.len()];
-            for (i, v) in views.iter().enumerate() {
-                let c = (0..cpus.len())
-                    .min_by(|&a, &b| load[a].total_cmp(&load[b]))
-                    .unwrap_or(0);
-                home[i] = c;
-                load[c] += v.tickets;
-            }
-        }
+        let home = if per_cpu {
+            place_at_fork(&mut policies[0], &views, cpus.len())
+        } else {
+            vec![0; n]
+        };
         let weights: Vec<f64> = views.iter().map(|v| policies[0].entitlement(v)).collect();
         let stats = DispatchStats {
             policy: plan.policy.clone(),
-            view: plan.view.clone(),
-            boost: plan.boost,
+            runqueues: plan.runqueues.clone(),
+            enforce: plan.enforce.clone(),
             cpus: cpus.clone(),
             ..Default::default()
         };
@@ -133,7 +131,6 @@ impl Dispatcher {
             pinned: vec![None; n],
             state: vec![TState::Queued(Hold::Grant); n],
             views,
-            weights,
             pids: pids.to_vec(),
             clocks: pids.iter().map(|&p| sys::cpu_clock_of(p)).collect(),
             mark: vec![0; n],
@@ -142,12 +139,10 @@ impl Dispatcher {
             seen_jobs: vec![0; n],
             job_attained: vec![0.0; n],
             t0,
-            rate: vec![0.0; n],
-            entitled: vec![0.0; n],
+            shares: Entitlement::new(n, cpus_n as f64),
+            weights,
             received: vec![0.0; n],
             dispatches: vec![0; n],
-            last_integrate: 0.0,
-            rates_dirty: true,
             segments: Segments::default(),
             stats,
             lateness_sum: 0.0,
@@ -157,7 +152,7 @@ impl Dispatcher {
     }
 
     pub fn home_cpu(&self, t: usize) -> Option<usize> {
-        (self.plan.view == "per_cpu").then(|| self.cpus[self.home[t]])
+        self.plan.per_cpu().then(|| self.cpus[self.home[t]])
     }
 
     fn ms(&self, abs_ns: u64) -> f64 {
@@ -173,48 +168,18 @@ impl Dispatcher {
         &mut self.policies[i]
     }
 
-    /// Entitlement: the runnable tasks share the CPUs in proportion to their weights, none
-    /// getting more than one CPU (water-filling), integrated up to `now` (ms).
-    fn integrate(&mut self, now: f64) {
-        if self.rates_dirty {
-            self.rates_dirty = false;
-            let runnable: Vec<usize> = (0..self.state.len())
-                .filter(|&i| matches!(self.state[i], TState::Queued(_) | TState::Running(_)))
-                .collect();
-            self.rate.iter_mut().for_each(|r| *r = 0.0);
-            if self.policies.len() > 1 {
-                for c in 0..self.cpus.len() {
-                    let mine: Vec<usize> = runnable
-                        .iter()
-                        .copied()
-                        .filter(|&i| self.home[i] == c)
-                        .collect();
-                    water_fill(&mine, &self.weights, 1.0, &mut self.rate);
-                }
-            } else {
-                water_fill(
-                    &runnable,
-                    &self.weights,
-                    self.cpus.len() as f64,
-                    &mut self.rate,
-                );
-            }
-        }
-        let dt = now - self.last_integrate;
-        if dt > 0.0 {
-            for (e, r) in self.entitled.iter_mut().zip(&self.rate) {
-                *e += r * dt;
-            }
-            self.last_integrate = now;
-        }
-    }
-
+    /// The runnable set changed at `now` (ms): entitlement up to now at the old rates, then
+    /// each task's weight while runnable, 0 otherwise.
     fn runnable_changed(&mut self, now: f64) {
-        self.integrate(now);
-        self.rates_dirty = true;
+        self.shares.advance(now);
+        for t in 0..self.state.len() {
+            let runnable = matches!(self.state[t], TState::Queued(_) | TState::Running(_));
+            self.shares
+                .set(t, if runnable { self.weights[t] } else { 0.0 });
+        }
     }
 
-    fn enqueue(&mut self, t: usize, now: f64, why: Enqueue) {
+    fn enqueue(&mut self, t: usize, now: f64, why: Enqueue<'_>) {
         let view = self.views[t].clone();
         self.policy_of(t).enqueue(&view, now, why);
     }
@@ -424,7 +389,7 @@ impl Dispatcher {
                 self.charge(t, now);
                 self.end_segment(c, t, now);
                 let view = self.views[t].clone();
-                self.policy_of(t).sleep(&view, now);
+                self.policy_of(t).dequeue(&view, now, Dequeue::Sleep);
                 self.state[t] = TState::Blocked;
                 self.runnable_changed(now);
                 self.running[c] = None;
@@ -432,7 +397,8 @@ impl Dispatcher {
             }
             TState::Queued(hold) => {
                 // Stopped just as it blocked: let it finish its I/O.
-                self.policy_of(t).dequeue(JobId(t as u32));
+                let view = self.views[t].clone();
+                self.policy_of(t).dequeue(&view, now, Dequeue::Sleep);
                 if hold == Hold::Stop {
                     sys::kill(self.pids[t], libc::SIGCONT);
                     self.stats.conts += 1;
@@ -467,13 +433,13 @@ impl Dispatcher {
             let Some(r) = self.running[c] else { continue };
             let pol = if per_cpu { c } else { 0 };
             if self.policies[pol].preempts(&self.views[t], &self.views[r], now) {
-                self.charge(r, now);
+                let ran = self.charge(r, now);
                 sys::kill(self.pids[r], libc::SIGSTOP);
                 self.stats.stops += 1;
                 self.state[r] = TState::Queued(Hold::Stop);
                 self.held_since[r] = now_ns;
                 self.end_segment(c, r, now);
-                self.enqueue(r, now, Enqueue::Preempted);
+                self.enqueue(r, now, Enqueue::Preempted { ran });
                 self.running[c] = None;
                 self.fill(c, shm, now_ns);
                 return;
@@ -490,12 +456,13 @@ impl Dispatcher {
                 self.running[c] = None;
                 self.state[t] = TState::Done;
                 let view = self.views[t].clone();
-                self.policy_of(t).exit(&view, now);
+                self.policy_of(t).dequeue(&view, now, Dequeue::Exit);
                 self.runnable_changed(now);
                 self.fill(c, shm, now_ns);
             }
             TState::Queued(_) => {
-                self.policy_of(t).dequeue(JobId(t as u32));
+                let view = self.views[t].clone();
+                self.policy_of(t).dequeue(&view, now, Dequeue::Exit);
                 self.state[t] = TState::Done;
                 self.runnable_changed(now);
             }
@@ -521,7 +488,7 @@ impl Dispatcher {
     pub fn release_all(&mut self, shm: &Shm, now_ns: u64) {
         self.stopped = true;
         let now = self.ms(now_ns);
-        self.integrate(now);
+        self.shares.advance(now);
         for t in 0..self.pids.len() {
             match self.state[t] {
                 TState::Queued(Hold::Stop) => {
@@ -549,7 +516,7 @@ impl Dispatcher {
     /// Entitled and received CPU (ms) so far; the policy is not charged (mid-slice).
     pub fn shares_now(&mut self, now_ns: u64) -> (Vec<f64>, Vec<f64>) {
         let now = self.ms(now_ns);
-        self.integrate(now);
+        self.shares.advance(now);
         let mut received = self.received.clone();
         for c in 0..self.cpus.len() {
             if let Some(t) = self.running[c] {
@@ -558,7 +525,7 @@ impl Dispatcher {
                 }
             }
         }
-        (self.entitled.clone(), received)
+        (self.shares.entitled().to_vec(), received)
     }
 
     pub fn next_deadline(&self) -> u64 {
@@ -577,53 +544,53 @@ impl Dispatcher {
     }
 }
 
-/// Water-filling: shares of `capacity` CPUs among `set` by weight, none above 1 CPU.
-pub fn water_fill(set: &[usize], weight: &[f64], capacity: f64, rate: &mut [f64]) {
-    let mut open: Vec<usize> = set.iter().copied().filter(|&i| weight[i] > 0.0).collect();
-    let mut free = capacity.min(open.len() as f64);
-    loop {
-        let total: f64 = open.iter().map(|&i| weight[i]).sum();
-        if open.is_empty() || total <= 0.0 || free <= 0.0 {
-            return;
-        }
-        let capped: Vec<usize> = open
-            .iter()
-            .copied()
-            .filter(|&i| free * weight[i] / total >= 1.0)
-            .collect();
-        if capped.is_empty() {
-            for &i in &open {
-                rate[i] = free * weight[i] / total;
-            }
-            return;
-        }
-        for &i in &capped {
-            rate[i] = 1.0;
-            free -= 1.0;
-        }
-        open.retain(|i| !capped.contains(i));
-    }
+/// Per-CPU runqueues: each task's CPU, chosen once in task order where the policy's
+/// `select_cpu` says, else on the CPU holding the fewest tickets so far (the machine placement
+/// `least-tickets`, shared with the simulator). Returns indices into the dispatcher's CPUs.
+fn place_at_fork(policy: &mut Box<dyn Policy>, views: &[JobView], cpus: usize) -> Vec<usize> {
+    let mut loads = vec![CpuLoad::default(); cpus];
+    let placement = Placement::Least(Metric::Tickets);
+    // Least-tickets placement draws nothing; the generator is only there for the signature.
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(0);
+    let mut next_ideal = 0;
+    views
+        .iter()
+        .map(|v| {
+            let c = policy.select_cpu(v, &loads).unwrap_or_else(|| {
+                let fresh = TaskPlace {
+                    new: true,
+                    home: 0,
+                    ideal: 0,
+                    last: 0,
+                    affinity: &[],
+                };
+                placement.select(&fresh, &loads, &mut next_ideal, &mut rng)
+            });
+            loads[c].tasks += 1;
+            loads[c].weight += v.weight;
+            loads[c].tickets += v.tickets;
+            c
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::water_fill;
+    use super::*;
 
     #[test]
-    fn water_filling_caps_at_one_cpu() {
-        let w = [30.0, 20.0, 10.0];
-        let mut r = [0.0; 3];
-        water_fill(&[0, 1, 2], &w, 2.0, &mut r);
-        assert!((r[0] - 1.0).abs() < 1e-12);
-        assert!((r[1] - 2.0 / 3.0).abs() < 1e-12);
-        assert!((r[2] - 1.0 / 3.0).abs() < 1e-12);
-        let w = [60.0, 20.0, 20.0];
-        let mut r = [0.0; 3];
-        water_fill(&[0, 1, 2], &w, 2.0, &mut r);
-        assert_eq!(r, [1.0, 0.5, 0.5]);
-        // One runnable task on two CPUs gets one CPU, not two.
-        let mut r = [0.0; 3];
-        water_fill(&[1], &w, 2.0, &mut r);
-        assert_eq!(r, [0.0, 1.0, 0.0]);
+    fn fork_time_placement_is_least_tickets_in_task_order() {
+        // xv6's test: tickets 30, 20, 10 on two CPUs put A alone on one CPU.
+        let views: Vec<JobView> = [30.0, 20.0, 10.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                let mut v = JobView::new(JobId(i as u32), 0.0, 1.0);
+                v.tickets = t;
+                v
+            })
+            .collect();
+        let mut p = schedlab_policy::build("lottery", &Default::default(), 1).unwrap();
+        assert_eq!(place_at_fork(&mut p, &views, 2), vec![0, 1, 1]);
     }
 }

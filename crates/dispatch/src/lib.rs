@@ -148,11 +148,11 @@ pub fn capabilities() -> Capabilities {
 }
 
 /// Parses a plan from JSON; a bad field becomes a SpecError naming it.
-pub fn parse_plan(text: &str) -> Result<Plan, schedlab_sim::SpecError> {
+pub fn parse_plan(text: &str) -> Result<Plan, schedlab_model::SpecError> {
     serde_json::from_str::<Plan>(text).map_err(|e| {
         let msg = e.to_string();
         let key = msg.split('`').nth(1).unwrap_or("plan").to_string();
-        schedlab_sim::SpecError {
+        schedlab_model::SpecError {
             key,
             value: "(given)".into(),
             allowed: msg,
@@ -161,7 +161,7 @@ pub fn parse_plan(text: &str) -> Result<Plan, schedlab_sim::SpecError> {
 }
 
 /// Checks a plan without running it.
-pub fn check_json(text: &str) -> Result<(), schedlab_sim::SpecError> {
+pub fn check_json(text: &str) -> Result<(), schedlab_model::SpecError> {
     parse_plan(text)?.check().map(|_| ())
 }
 

@@ -123,8 +123,8 @@ pub struct Coordinator {
 #[derive(Debug, Default, Serialize)]
 pub struct DispatchStats {
     pub policy: String,
-    pub view: String,
-    pub boost: bool,
+    pub runqueues: String,
+    pub enforce: String,
     pub cpus: Vec<usize>,
     pub decisions: u64,
     pub switches: u64,

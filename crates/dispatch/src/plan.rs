@@ -1,13 +1,11 @@
 //! The plan of one run: every task spelled out, as `schedlab.osrun` builds it from a spec.
 //! Times are milliseconds, as everywhere in schedlab.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 
-use schedlab_sim::dist::Dist;
-use schedlab_sim::spec::RawParam;
-use schedlab_sim::SpecError;
+use schedlab_model::dist::Dist;
+use schedlab_model::SpecError;
+use schedlab_policy::Params;
 
 use crate::sys;
 
@@ -107,19 +105,37 @@ pub enum IoPlan {
 pub struct DispatchPlan {
     pub policy: String,
     #[serde(default)]
-    pub params: BTreeMap<String, RawParam>,
-    /// "global": one policy over all CPUs; "per_cpu": one per CPU, tasks placed at the start
-    /// on the CPU with the fewest tickets (as xv6 does at fork) and never moved.
+    pub params: Params,
+    /// "global": one policy over all CPUs; "per-cpu": one per CPU, each task placed at the
+    /// start by the policy or the least-tickets placement (as xv6 does at fork), never moved.
     #[serde(default = "global")]
-    pub view: String,
-    /// Run dispatched workers at SCHED_FIFO 1, so the chosen one also beats foreign load.
-    #[serde(default)]
-    pub boost: bool,
+    pub runqueues: String,
+    /// "stop": SIGSTOP/SIGCONT; "fifo": the same, and dispatched workers run at SCHED_FIFO 1,
+    /// so the chosen one also beats foreign load.
+    #[serde(default = "stop")]
+    pub enforce: String,
     pub seed: u64,
 }
 
+impl DispatchPlan {
+    pub fn per_cpu(&self) -> bool {
+        self.runqueues == "per-cpu"
+    }
+    pub fn fifo(&self) -> bool {
+        self.enforce == "fifo"
+    }
+}
+
+/// Why the dispatcher refuses a fluid policy (PS, GPS, FB without a quantum).
+pub const FLUID_REFUSED: &str = "the dispatcher gives each CPU to one process at a time, for \
+a slice it enforces with SIGSTOP/SIGCONT (fluid sharing has no slices; rr with a short \
+quantum approximates processor sharing)";
+
 fn global() -> String {
     "global".into()
+}
+fn stop() -> String {
+    "stop".into()
 }
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
     SpecError {
@@ -281,25 +297,21 @@ impl Plan {
             }
             attrs.push(a);
         }
-        let mut params = schedlab_policy::Params::new();
+        let mut params = Params::new();
         if let Some(d) = &self.dispatcher {
-            for (k, v) in &d.params {
-                let value = match v {
-                    RawParam::Bool(b) => schedlab_policy::ParamValue::Bool(*b),
-                    RawParam::Num(x) => schedlab_policy::ParamValue::Num(*x),
-                    RawParam::List(l) => schedlab_policy::ParamValue::List(l.clone()),
-                };
-                params.0.insert(k.clone(), value);
+            params = d.params.clone();
+            schedlab_policy::build_discrete(&d.policy, &params, d.seed, FLUID_REFUSED)?;
+            if !matches!(d.runqueues.as_str(), "global" | "per-cpu") {
+                return Err(err("runqueues", &d.runqueues, "global or per-cpu"));
             }
-            schedlab_policy::build(&d.policy, &params, d.seed)?;
-            if !matches!(d.view.as_str(), "global" | "per_cpu") {
-                return Err(err("view", &d.view, "global or per_cpu"));
+            if !matches!(d.enforce.as_str(), "stop" | "fifo") {
+                return Err(err("enforce", &d.enforce, "stop or fifo"));
             }
             if attrs.iter().any(is_rt) {
                 return Err(err(
                     "sched",
                     "fifo/rr/deadline",
-                    "other, batch or idle under a user-space dispatcher (boost = true runs \
+                    "other, batch or idle under a user-space dispatcher (enforce = fifo runs \
                      the dispatched workers at SCHED_FIFO 1)",
                 ));
             }

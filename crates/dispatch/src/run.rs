@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use schedlab_sim::SpecError;
+use schedlab_model::SpecError;
 
 use crate::dispatcher::Dispatcher;
 use crate::output::{Coordinator, Jobs, Output, Samples, TaskOut};
@@ -182,8 +182,8 @@ pub fn run(plan: Plan) -> Result<Output, RunError> {
             )))
         }
     }
-    let boost = plan.dispatcher.as_ref().is_some_and(|d| d.boost);
-    let any_rt = checked.attrs.iter().any(is_rt) || boost;
+    let fifo = plan.dispatcher.as_ref().is_some_and(|d| d.fifo());
+    let any_rt = checked.attrs.iter().any(is_rt) || fifo;
     let rt_runtime = read_i64("/proc/sys/kernel/sched_rt_runtime_us");
     if any_rt && plan.refuse_rt_unthrottled && rt_runtime == Some(-1) {
         return Err(RunError::Refused {
@@ -275,7 +275,7 @@ fn coordinate(
         sys::timerfd().map_err(|e| RunError::Failed(format!("timerfd: {}", sys::strerror(e))))?;
     let me = sys::getpid();
     let dispatched = plan.dispatcher.is_some();
-    let boost = plan.dispatcher.as_ref().is_some_and(|d| d.boost);
+    let fifo = plan.dispatcher.as_ref().is_some_and(|d| d.fifo());
 
     let mut children = Children {
         pids: Vec::with_capacity(n),
@@ -290,7 +290,7 @@ fn coordinate(
                 parent: me,
                 efd: efd.0,
                 dispatched,
-                boost,
+                enforce_fifo: fifo,
                 hide_schedstat: hide.schedstat,
                 hide_sched: hide.sched,
             }),
@@ -463,7 +463,7 @@ fn coordinate(
         .filter(|a| matches!(a.policy, sys::SCHED_FIFO | sys::SCHED_RR))
         .map(|a| a.rtprio)
         .max()
-        .unwrap_or(if boost { 2 } else { 0 });
+        .unwrap_or(if fifo { 2 } else { 0 });
     let wprio = (max_rt + 1).min(99);
     let mut coordinator = Coordinator {
         pid: me,

@@ -22,7 +22,8 @@ pub struct Ctx<'a> {
     pub parent: i32,
     pub efd: i32,
     pub dispatched: bool,
-    pub boost: bool,
+    /// Dispatched workers run at SCHED_FIFO 1 (enforce = fifo).
+    pub enforce_fifo: bool,
     pub hide_schedstat: bool,
     pub hide_sched: bool,
 }
@@ -139,7 +140,7 @@ fn run(ctx: &Ctx<'_>) -> i32 {
     let plan = &ctx.checked.plan;
     let task = &plan.tasks[ctx.idx];
     let mut attr = ctx.checked.attrs[ctx.idx];
-    if ctx.boost {
+    if ctx.enforce_fifo {
         attr = sys::Attr {
             policy: sys::SCHED_FIFO,
             rtprio: 1,
@@ -259,7 +260,7 @@ fn run(ctx: &Ctx<'_>) -> i32 {
     };
     let blocking = |f: &mut dyn FnMut()| {
         if ctx.dispatched {
-            if ctx.boost {
+            if ctx.enforce_fifo {
                 fifo(2);
             }
             publish(ctx, slot, state::BLOCK);
@@ -267,7 +268,7 @@ fn run(ctx: &Ctx<'_>) -> i32 {
             let seen = slot.grant.load(Ordering::Acquire);
             publish(ctx, slot, state::READY);
             wait_grant(slot, stop, seen);
-            if ctx.boost {
+            if ctx.enforce_fifo {
                 fifo(1);
             }
             slot.state.store(state::RUN, Ordering::Release);

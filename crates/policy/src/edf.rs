@@ -1,7 +1,8 @@
 //! Earliest deadline first: the job whose absolute deadline is nearest runs.
 
 use crate::{
-    JobView, KeyRule, KeyedPolicy, ParamError, ParamInfo, ParamKind, Params, Policy, PolicyInfo,
+    JobView, KeyRule, KeyedPolicy, ParamDefault, ParamInfo, ParamKind, Params, Policy, PolicyInfo,
+    SpecError, Unit,
 };
 
 pub static INFO: PolicyInfo = PolicyInfo {
@@ -11,15 +12,16 @@ pub static INFO: PolicyInfo = PolicyInfo {
     params: &[ParamInfo {
         name: "preemptive",
         kind: ParamKind::Bool,
-        default: "true",
+        unit: Unit::Bool,
+        default: ParamDefault::Bool(true),
         help: "a job with an earlier deadline takes the CPU",
     }],
     build,
 };
 
-fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(KeyedPolicy::boxed(Edf {
-        preemptive: p.flag_or("preemptive", true),
+        preemptive: p.flag("preemptive"),
     }))
 }
 

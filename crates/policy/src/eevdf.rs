@@ -36,13 +36,8 @@
 //!   request, or is preempted on a later wake-up after its `v` has passed `V`.
 //! - Migration: the job takes its lag, not its absolute `v`, and the rest of its request. On
 //!   the new runqueue, `v = V' − vl (W' + w) / W'` and `d = v + (d_old − v_old)` (the
-//!   kernel's relative deadline). The trait has no channel for per-job policy state between
-//!   runqueues, each of which is its own policy instance. So `dequeue` leaves the job's lag
-//!   in a thread-local hand-off, which the `enqueue(Migrated)` of the same job picks up; the
-//!   simulator migrates by calling the two back to back on one thread. Without the hand-off,
-//!   a job lands with the lag its task last left this runqueue with, or 0. (`dequeue` has no
-//!   clock. The lag it records for the task is taken at the latest time another hook was
-//!   given; the hand-off keeps the old average and evaluates it at the new runqueue's `now`.)
+//!   kernel's relative deadline). `dequeue(Migrate)` returns both in the job's `Carry`, which
+//!   the engine hands to the new runqueue's `enqueue(Migrated)`.
 //! - A task's next job (a closed client after thinking) wakes with the lag its previous job
 //!   had at exit, as the kernel's thread would. A new task starts at 0.
 //! - Entitlement: the weight.
@@ -63,11 +58,12 @@
 //! is O(log n) amortised in practice. The kernel gets a strict O(log n) from an rbtree
 //! augmented with each subtree's minimum deadline.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BinaryHeap;
 
 use crate::{
-    Enqueue, JobId, JobView, ParamError, ParamInfo, ParamKind, Params, Policy, PolicyInfo,
+    Carry, Dequeue, Enqueue, JobId, JobView, ParamDefault, ParamInfo, ParamKind, Params, Policy,
+    PolicyInfo, SpecError, Unit,
 };
 
 pub static INFO: PolicyInfo = PolicyInfo {
@@ -80,21 +76,24 @@ pub static INFO: PolicyInfo = PolicyInfo {
         ParamInfo {
             name: "slice",
             kind: ParamKind::Positive,
-            default: "3",
+            unit: Unit::Work,
+            default: ParamDefault::Num(3.0),
             help: "service per request; the virtual deadline is vruntime + slice / weight \
                    (sched_base_slice)",
         },
         ParamInfo {
             name: "slices",
             kind: ParamKind::List,
-            default: "slice for every class",
+            unit: Unit::Work,
+            default: ParamDefault::Derived("slice for every class"),
             help: "a custom slice per class, in class order (sched_attr.sched_runtime, Linux \
                    6.12); classes past the end of the list use slice",
         },
         ParamInfo {
             name: "run_to_parity",
             kind: ParamKind::Bool,
-            default: "true",
+            unit: Unit::Bool,
+            default: ParamDefault::Bool(true),
             help: "a running job that is still eligible is not preempted by a wake-up before \
                    its slice ends (RUN_TO_PARITY)",
         },
@@ -102,8 +101,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
-    let mut e = Eevdf::new(p.num_or("slice", 3.0), p.flag_or("run_to_parity", true));
+fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
+    let mut e = Eevdf::new(p.number("slice"), p.flag("run_to_parity"));
     e.class_slices = p.list("slices").unwrap_or_default();
     Ok(Box::new(e))
 }
@@ -188,7 +187,7 @@ struct Entity {
     slice: f64,
     task: u32,
     /// Enqueue order: breaks deadline ties.
-    seq: u64,
+    seq: i64,
     /// Heap entries carrying another stamp are dead.
     stamp: u32,
     state: State,
@@ -261,20 +260,6 @@ impl Queues {
     }
 }
 
-/// What a job takes from one runqueue to the next (see the module notes on migration).
-#[derive(Clone, Copy)]
-struct Handoff {
-    id: JobId,
-    vruntime: f64,
-    request: f64,
-    /// The old runqueue's average just before the job left, job included.
-    avg: Avg,
-}
-
-thread_local! {
-    static HANDOFF: Cell<Option<Handoff>> = const { Cell::new(None) };
-}
-
 pub struct Eevdf {
     slice: f64,
     class_slices: Vec<f64>,
@@ -285,11 +270,9 @@ pub struct Eevdf {
     queues: RefCell<Queues>,
     queued: usize,
     avg: Avg,
-    seq: u64,
+    seq: i64,
     /// Virtual lag each task left this runqueue with (NaN: none).
     task_lag: Vec<f64>,
-    /// The latest time any hook told us (`dequeue` has no clock of its own).
-    clock: f64,
 }
 
 impl Eevdf {
@@ -304,7 +287,6 @@ impl Eevdf {
             avg: Avg::default(),
             seq: 0,
             task_lag: Vec::new(),
-            clock: 0.0,
         }
     }
 
@@ -409,14 +391,13 @@ impl Policy for Eevdf {
         "eevdf"
     }
 
-    fn enqueue(&mut self, job: &JobView, now: f64, why: Enqueue) {
-        self.clock = self.clock.max(now);
+    fn enqueue(&mut self, job: &JobView, now: f64, why: Enqueue<'_>) {
         let i = job.id.index();
         if i >= self.slots.len() {
             self.slots.resize(i + 1, Entity::default());
         }
         match (why, self.slots[i].state) {
-            (Enqueue::Expired | Enqueue::Preempted, State::Running { since }) => {
+            (Enqueue::Expired | Enqueue::Preempted { .. }, State::Running { since }) => {
                 // Charged already: back in the queue with its deadline (renewed if used up).
                 self.avg.running -= 1.0;
                 self.avg.since -= since;
@@ -427,7 +408,7 @@ impl Policy for Eevdf {
                     self.leave(i, now);
                 }
                 match why {
-                    Enqueue::Arrival | Enqueue::Expired | Enqueue::Preempted => {
+                    Enqueue::Arrival | Enqueue::Expired | Enqueue::Preempted { .. } => {
                         self.recall(job.task);
                         self.place(job, now, 0.0, None);
                     }
@@ -435,21 +416,10 @@ impl Policy for Eevdf {
                         let vlag = self.recall(job.task);
                         self.place(job, now, vlag, None);
                     }
-                    Enqueue::Migrated => {
-                        let carried = HANDOFF.with(|h| h.take()).filter(|h| h.id == job.id);
-                        match carried {
-                            Some(h) => {
-                                self.recall(job.task);
-                                let slice = self.slice_of(job);
-                                let vlag =
-                                    Eevdf::clamp_lag(h.avg.at(now) - h.vruntime, slice, job.weight);
-                                self.place(job, now, vlag, Some(h.request));
-                            }
-                            None => {
-                                let vlag = self.recall(job.task);
-                                self.place(job, now, vlag, None);
-                            }
-                        }
+                    Enqueue::Migrated(c) => {
+                        self.recall(job.task);
+                        let request = (!c.request.is_nan()).then_some(c.request);
+                        self.place(job, now, c.lag, request);
                     }
                 }
             }
@@ -457,28 +427,36 @@ impl Policy for Eevdf {
         self.push(i, now);
     }
 
-    fn dequeue(&mut self, id: JobId) {
-        let i = id.index();
-        if self.slots.get(i).map(|e| e.state) != Some(State::Queued) {
-            return;
+    fn dequeue(&mut self, job: &JobView, now: f64, why: Dequeue) -> Carry {
+        let i = job.id.index();
+        if self.slots.get(i).is_none_or(|e| e.state == State::Gone) {
+            // Not runnable here: a sleeper that wakes elsewhere, or a task's next job, takes
+            // the task's remembered lag along.
+            return match why {
+                Dequeue::Migrate => Carry {
+                    lag: self.recall(job.task),
+                    ..Carry::NONE
+                },
+                Dequeue::Sleep | Dequeue::Exit => Carry::NONE,
+            };
         }
-        let now = self.clock;
         let e = self.slots[i];
-        let avg = self.avg;
+        let v = self.vruntime_now(i, now);
         let vlag = self.leave(i, now);
-        self.remember(e.task, vlag);
-        HANDOFF.with(|h| {
-            h.set(Some(Handoff {
-                id,
-                vruntime: e.vruntime,
-                request: e.deadline - e.vruntime,
-                avg,
-            }))
-        });
+        // A sleeper or a task's next job (after think time) wakes with this lag; a migrating
+        // job takes it along.
+        self.remember(job.task, vlag);
+        match why {
+            Dequeue::Migrate => Carry {
+                lag: vlag,
+                request: e.deadline - v,
+                ..Carry::NONE
+            },
+            Dequeue::Sleep | Dequeue::Exit => Carry::NONE,
+        }
     }
 
     fn pick_next(&mut self, now: f64) -> Option<JobId> {
-        self.clock = self.clock.max(now);
         if self.queued == 0 {
             return None;
         }
@@ -530,7 +508,6 @@ impl Policy for Eevdf {
     }
 
     fn charge(&mut self, job: &JobView, ran: f64, now: f64) {
-        self.clock = self.clock.max(now);
         let Some(e) = self.slots.get_mut(job.id.index()) else {
             return;
         };
@@ -556,20 +533,6 @@ impl Policy for Eevdf {
             let i = job.id.index() as u32;
             self.queues.get_mut().push(&self.slots, i, avg);
         }
-    }
-
-    fn sleep(&mut self, job: &JobView, now: f64) {
-        self.clock = self.clock.max(now);
-        let i = job.id.index();
-        if i < self.slots.len() {
-            let vlag = self.leave(i, now);
-            self.remember(job.task, vlag);
-        }
-    }
-
-    fn exit(&mut self, job: &JobView, now: f64) {
-        // The task's next job (after think time) wakes with this lag.
-        self.sleep(job, now);
     }
 
     fn len(&self) -> usize {
@@ -637,7 +600,7 @@ mod tests {
         // V = 1: S (v 0) runs one unit and blocks at 3 with V = (2 + 1) / 2 = 1.5, lag 0.5.
         assert_eq!(p.pick_next(2.0), Some(JobId(1)));
         p.charge(&s, 1.0, 3.0);
-        p.sleep(&s, 3.0);
+        p.dequeue(&s, 3.0, Dequeue::Sleep);
         assert!(close(p.task_lag[1], 0.5));
         assert_eq!(p.pick_next(3.0), Some(JobId(0)));
         p.charge(&h, 2.0, 5.0);
@@ -688,22 +651,23 @@ mod tests {
         a.charge(&x, 2.0, 2.0);
         a.enqueue(&x, 2.0, Enqueue::Expired);
         // V_A = 1, Y at 0: lag 1, request 2 left.
-        a.dequeue(JobId(1));
+        let carry = a.dequeue(&y, 2.0, Dequeue::Migrate);
+        assert!(close(carry.lag, 1.0) && close(carry.request, 2.0));
         assert_eq!(a.len(), 1);
         assert!(close(a.avg_vruntime(2.0), 2.0));
         // Runqueue B: Z (weight 2) runs since 0, so at 2 its v = 1 = V_B, W_B = 2.
         let mut b = Eevdf::new(2.0, true);
         b.enqueue(&z, 0.0, Enqueue::Arrival);
         b.pick_next(0.0);
-        b.enqueue(&y, 2.0, Enqueue::Migrated);
+        b.enqueue(&y, 2.0, Enqueue::Migrated(&carry));
         // v_Y = 1 - 1 * (2 + 1) / 2 = -0.5; deadline -0.5 + 2 = 1.5; V_B = (2 - 0.5) / 3 = 0.5.
         assert!(close(b.slots[1].vruntime, -0.5) && close(b.slots[1].deadline, 1.5));
         assert!(close(b.avg_vruntime(2.0) - b.slots[1].vruntime, 1.0));
-        // Without a hand-off (another caller), the job lands with lag 0.
+        // Carrying nothing, the job lands with lag 0 and a fresh request.
         let mut c = Eevdf::new(2.0, true);
         c.enqueue(&z, 0.0, Enqueue::Arrival);
         c.pick_next(0.0);
-        c.enqueue(&y, 2.0, Enqueue::Migrated);
+        c.enqueue(&y, 2.0, Enqueue::Migrated(&Carry::NONE));
         assert!(close(c.slots[1].vruntime, 1.0) && close(c.slots[1].deadline, 3.0));
     }
 
@@ -716,7 +680,7 @@ mod tests {
         p.enqueue(&b, 0.0, Enqueue::Arrival);
         p.pick_next(0.0);
         p.charge(&a, 10.0, 10.0);
-        p.exit(&a, 10.0);
+        p.dequeue(&a, 10.0, Dequeue::Exit);
         assert!(close(p.task_lag[0], -2.0));
         // Its task's next job wakes behind B: v = 0 + 2 * 2 = 4, V = 2, lag -2.
         let a2 = job(2, 1.0, 0);
@@ -724,6 +688,23 @@ mod tests {
         assert!(close(p.slots[2].vruntime, 4.0));
         assert!(close(p.avg_vruntime(10.0), 2.0));
         assert_eq!(p.pick_next(10.0), Some(JobId(1)));
+    }
+
+    #[test]
+    fn a_sleeper_that_wakes_elsewhere_takes_the_lag_it_slept_with() {
+        // As in `lag_is_clamped_to_two_slices`, A leaves at 10 with lag -2 (clamped), this time
+        // to sleep; it wakes on another runqueue: the one it left hands over that lag, once.
+        let mut p = Eevdf::new(1.0, true);
+        let (a, b) = (job(0, 1.0, 0), job(1, 1.0, 1));
+        p.enqueue(&a, 0.0, Enqueue::Arrival);
+        p.enqueue(&b, 0.0, Enqueue::Arrival);
+        p.pick_next(0.0);
+        p.charge(&a, 10.0, 10.0);
+        p.dequeue(&a, 10.0, Dequeue::Sleep);
+        let carry = p.dequeue(&a, 12.0, Dequeue::Migrate);
+        assert!(close(carry.lag, -2.0) && carry.request.is_nan());
+        assert!(close(p.dequeue(&a, 12.0, Dequeue::Migrate).lag, 0.0));
+        assert_eq!(p.len(), 1);
     }
 
     /// The heaps against a brute-force scan, over random arrivals, runs, sleeps, wake-ups,
@@ -821,14 +802,14 @@ mod tests {
                         p.charge(&views[r], ran, now);
                         let u = next();
                         if u < 0.15 {
-                            p.sleep(&views[r], now);
+                            p.dequeue(&views[r], now, Dequeue::Sleep);
                             state[r] = 2;
                         } else if u < 0.25 {
-                            p.exit(&views[r], now);
+                            p.dequeue(&views[r], now, Dequeue::Exit);
                             state[r] = 0;
                         } else {
                             let why = if ran < full {
-                                Enqueue::Preempted
+                                Enqueue::Preempted { ran }
                             } else {
                                 Enqueue::Expired
                             };

@@ -6,8 +6,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::{
-    Enqueue, Fluid, JobId, JobView, KeyRule, KeyedPolicy, ParamError, ParamInfo, ParamKind, Params,
-    Policy, PolicyInfo, Service,
+    Carry, Dequeue, Enqueue, Fluid, JobId, JobView, KeyRule, KeyedPolicy, ParamDefault, ParamInfo,
+    ParamKind, Params, Policy, PolicyInfo, Service, SpecError, Unit,
 };
 
 pub static INFO: PolicyInfo = PolicyInfo {
@@ -17,13 +17,14 @@ pub static INFO: PolicyInfo = PolicyInfo {
     params: &[ParamInfo {
         name: "quantum",
         kind: ParamKind::Positive,
-        default: "none (exact fluid, one CPU)",
+        unit: Unit::Work,
+        default: ParamDefault::Unset("none: exact fluid, one CPU"),
         help: "time-sliced LAS: run the least-served job for up to one quantum",
     }],
     build,
 };
 
-fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(match p.num("quantum") {
         Some(q) => KeyedPolicy::boxed(SlicedLas { quantum: q }),
         None => Box::<LasFluid>::default(),
@@ -96,19 +97,20 @@ impl Policy for LasFluid {
     fn name(&self) -> &'static str {
         "fb"
     }
-    fn enqueue(&mut self, job: &JobView, now: f64, _: Enqueue) {
+    fn enqueue(&mut self, job: &JobView, now: f64, _: Enqueue<'_>) {
         self.advance(now);
         self.add(job, now);
     }
-    fn dequeue(&mut self, id: JobId) {
+    fn dequeue(&mut self, job: &JobView, _: f64, _: Dequeue) -> Carry {
         for g in &mut self.groups {
             let before = g.members.len();
-            g.members.retain(|m| m.2 != id.0);
+            g.members.retain(|m| m.2 != job.id.0);
             if g.members.len() < before {
                 self.n -= 1;
             }
         }
         self.groups.retain(|g| !g.members.is_empty());
+        Carry::NONE
     }
     fn pick_next(&mut self, _: f64) -> Option<JobId> {
         None

@@ -2,7 +2,7 @@
 //! an unbounded quantum.
 
 use crate::rr::RoundRobin;
-use crate::{ParamError, Params, Policy, PolicyInfo};
+use crate::{Params, Policy, PolicyInfo, SpecError};
 
 pub static INFO: PolicyInfo = PolicyInfo {
     name: "fcfs",
@@ -12,6 +12,6 @@ pub static INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(_: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build(_: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(RoundRobin::new(None)))
 }

@@ -1,12 +1,116 @@
-//! The two queues most policies are made of: a FIFO and a min-heap on a key.
+//! The two queues most policies are made of: a FIFO and a min-heap on a key, and the rule
+//! every sliced policy follows: a job preempted by a more important one goes back to the head
+//! of its level with the rest of its slice; only an expired slice sends it to the tail with a
+//! new one.
 //!
-//! Both support removal of an arbitrary job (migration) by lazy deletion: each job slot carries
-//! a stamp, and heap or queue entries whose stamp is stale are skipped.
+//! Both queues support removal of an arbitrary job (migration) by lazy deletion: each job slot
+//! carries a stamp, and heap or queue entries whose stamp is stale are skipped.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-use crate::JobId;
+use crate::{Carry, Dequeue, Enqueue, JobId};
+
+/// The shortest slice handed out: a preempted job whose slice was all but used up still gets
+/// a turn that ends at once (and then a new slice).
+const MIN_SLICE: f64 = 1e-12;
+
+/// What preempted jobs have used of their current slice. Only a preemption creates an entry
+/// (its `Enqueue::Preempted` says how much the job ran), so a policy that is never preempted
+/// keeps nothing per job and pays a null check per enqueue and per slice.
+#[derive(Default)]
+pub struct SliceUse {
+    /// Allocated at the first preemption, so that the policy object stays small in cache:
+    /// boxed, the field is one word instead of a map header (measured 1-2% on FCFS runs).
+    #[allow(clippy::box_collection)]
+    partial: Option<Box<HashMap<JobId, f64>>>,
+}
+
+impl SliceUse {
+    /// A preempted job adds what it ran; a migrated one keeps what it carries; an expired,
+    /// new or waking job starts a new slice.
+    #[inline]
+    pub fn enqueue(&mut self, id: JobId, why: Enqueue<'_>) {
+        if self.keeps_slice(why) {
+            self.enqueue_rare(id, why);
+        }
+    }
+    /// Whether an enqueue for `why` has anything to record or forget: a preemption, a
+    /// migration with part of a slice used, or any enqueue while some slice is partly used.
+    #[inline]
+    pub fn keeps_slice(&self, why: Enqueue<'_>) -> bool {
+        match why {
+            Enqueue::Preempted { .. } => true,
+            Enqueue::Migrated(c) if c.used > 0.0 => true,
+            _ => self.partial.is_some(),
+        }
+    }
+    // Kept out of the hot path: the common enqueue touches no map.
+    #[cold]
+    #[inline(never)]
+    fn enqueue_rare(&mut self, id: JobId, why: Enqueue<'_>) {
+        match why {
+            Enqueue::Preempted { ran } => {
+                let partial = self.partial.get_or_insert_with(Box::default);
+                *partial.entry(id).or_insert(0.0) += ran;
+            }
+            Enqueue::Migrated(c) if c.used > 0.0 => {
+                self.partial
+                    .get_or_insert_with(Box::default)
+                    .insert(id, c.used);
+            }
+            _ => {
+                if let Some(partial) = &mut self.partial {
+                    partial.remove(&id);
+                    if partial.is_empty() {
+                        self.partial = None;
+                    }
+                }
+            }
+        }
+    }
+    /// What a job that leaves the runqueue has used of its slice (it forgets the job).
+    #[inline]
+    pub fn leave(&mut self, id: JobId) -> f64 {
+        if self.partial.is_none() {
+            return 0.0;
+        }
+        self.leave_rare(id)
+    }
+    #[cold]
+    #[inline(never)]
+    fn leave_rare(&mut self, id: JobId) -> f64 {
+        let Some(partial) = &mut self.partial else {
+            return 0.0;
+        };
+        let used = partial.remove(&id).unwrap_or(0.0);
+        if partial.is_empty() {
+            self.partial = None;
+        }
+        used
+    }
+    /// What a job that leaves the runqueue carries: the part of its slice it has used.
+    #[inline]
+    pub fn carry(&mut self, id: JobId) -> Carry {
+        Carry {
+            used: self.leave(id),
+            ..Carry::NONE
+        }
+    }
+    /// What is left of a slice of `quantum`.
+    #[inline]
+    pub fn rest(&self, id: JobId, quantum: f64) -> f64 {
+        match &self.partial {
+            None => quantum,
+            Some(partial) => Self::rest_rare(partial, id, quantum),
+        }
+    }
+    #[cold]
+    #[inline(never)]
+    fn rest_rare(partial: &HashMap<JobId, f64>, id: JobId, quantum: f64) -> f64 {
+        (quantum - partial.get(&id).copied().unwrap_or(0.0)).max(MIN_SLICE)
+    }
+}
 
 /// Per-slot stamps: an entry is live while its stamp equals the slot's current one.
 #[derive(Default)]
@@ -41,7 +145,7 @@ impl Stamps {
     }
 }
 
-/// First in, first out; `push_front` serves a job next (MLFQ's preempted jobs).
+/// First in, first out; `push_front` serves a job next (a preempted job).
 #[derive(Default)]
 pub struct FifoQueue {
     queue: VecDeque<(JobId, u32)>,
@@ -85,12 +189,13 @@ impl FifoQueue {
     }
 }
 
-/// A heap entry ordered smallest key first, ties in push order (`seq`); `stamp` lets the owner
-/// drop stale entries lazily. Shared by the heaps of this module and of EEVDF.
+/// A heap entry ordered smallest key first, ties by `seq` (push order; negative for entries
+/// pushed to the front); `stamp` lets the owner drop stale entries lazily. Shared by the heaps
+/// of this module and of EEVDF.
 #[derive(Clone, Copy)]
 pub(crate) struct Entry<I> {
     pub(crate) key: f64,
-    pub(crate) seq: u64,
+    pub(crate) seq: i64,
     pub(crate) id: I,
     pub(crate) stamp: u32,
 }
@@ -115,21 +220,30 @@ impl<I> Ord for Entry<I> {
     }
 }
 
-/// Smallest key first; equal keys in the order they were pushed.
+/// Smallest key first; equal keys in the order they were pushed, except that `push_front`
+/// puts a job ahead of every equal key.
 #[derive(Default)]
 pub struct KeyedQueue {
     heap: BinaryHeap<Entry<JobId>>,
     stamps: Stamps,
-    seq: u64,
+    seq: i64,
+    front: i64,
 }
 
 impl KeyedQueue {
     pub fn push(&mut self, id: JobId, key: f64) {
-        let stamp = self.stamps.issue(id);
         self.seq += 1;
+        self.insert(id, key, self.seq);
+    }
+    pub fn push_front(&mut self, id: JobId, key: f64) {
+        self.front -= 1;
+        self.insert(id, key, self.front);
+    }
+    fn insert(&mut self, id: JobId, key: f64, seq: i64) {
+        let stamp = self.stamps.issue(id);
         self.heap.push(Entry {
             key,
-            seq: self.seq,
+            seq,
             id,
             stamp,
         });
@@ -182,6 +296,7 @@ pub trait KeyRule: Send + 'static {
 pub struct KeyedPolicy<R: KeyRule> {
     pub rule: R,
     queue: KeyedQueue,
+    slices: SliceUse,
 }
 
 impl<R: KeyRule> KeyedPolicy<R> {
@@ -189,7 +304,23 @@ impl<R: KeyRule> KeyedPolicy<R> {
         Box::new(KeyedPolicy {
             rule,
             queue: KeyedQueue::default(),
+            slices: SliceUse::default(),
         })
+    }
+}
+
+impl<R: KeyRule> KeyedPolicy<R> {
+    #[cold]
+    #[inline(never)]
+    fn enqueue_with_slices(&mut self, id: JobId, key: f64, why: Enqueue<'_>) {
+        if self.rule.slice().is_some() {
+            self.slices.enqueue(id, why);
+        }
+        if matches!(why, Enqueue::Preempted { .. }) {
+            self.queue.push_front(id, key);
+        } else {
+            self.queue.push(id, key);
+        }
     }
 }
 
@@ -197,17 +328,29 @@ impl<R: KeyRule> crate::Policy for KeyedPolicy<R> {
     fn name(&self) -> &'static str {
         R::NAME
     }
-    fn enqueue(&mut self, job: &crate::JobView, now: f64, _: crate::Enqueue) {
-        self.queue.push(job.id, self.rule.key(job, now));
+    fn enqueue(&mut self, job: &crate::JobView, now: f64, why: Enqueue<'_>) {
+        let key = self.rule.key(job, now);
+        // The hot path: nothing about a slice to keep (so not preempted either), and the job
+        // goes to the back.
+        if self.slices.keeps_slice(why) {
+            self.enqueue_with_slices(job.id, key, why);
+        } else {
+            self.queue.push(job.id, key);
+        }
     }
-    fn dequeue(&mut self, id: JobId) {
-        self.queue.remove(id);
+    fn dequeue(&mut self, job: &crate::JobView, _: f64, _: Dequeue) -> Carry {
+        self.queue.remove(job.id);
+        // Without a slice nothing was recorded: the carry is empty.
+        self.slices.carry(job.id)
+    }
+    fn forgets_sleepers(&self) -> bool {
+        true // the key comes from the job itself; slice use is forgotten when it leaves
     }
     fn pick_next(&mut self, _: f64) -> Option<JobId> {
         self.queue.pop()
     }
-    fn slice(&self, _: &crate::JobView, _: f64) -> Option<f64> {
-        self.rule.slice()
+    fn slice(&self, job: &crate::JobView, _: f64) -> Option<f64> {
+        self.rule.slice().map(|q| self.slices.rest(job.id, q))
     }
     fn preempts(&self, incoming: &crate::JobView, running: &crate::JobView, now: f64) -> bool {
         self.rule.preempts(incoming, running, now)
@@ -234,6 +377,17 @@ mod tests {
         assert_eq!(q.pop(), Some(JobId(2)));
         assert_eq!(q.pop(), Some(JobId(0)));
         assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn push_front_goes_ahead_of_equal_keys_only() {
+        let mut q = KeyedQueue::default();
+        q.push(JobId(0), 1.0);
+        q.push(JobId(1), 2.0);
+        q.push_front(JobId(2), 2.0);
+        q.push_front(JobId(3), 1.5);
+        let order: Vec<u32> = std::iter::from_fn(|| q.pop()).map(|j| j.0).collect();
+        assert_eq!(order, [0, 3, 2, 1]);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! and the interrupted job resumes when every later arrival has left.
 
 use crate::{
-    JobView, KeyRule, KeyedPolicy, ParamError, ParamInfo, ParamKind, Params, Policy, PolicyInfo,
+    JobView, KeyRule, KeyedPolicy, ParamDefault, ParamInfo, ParamKind, Params, Policy, PolicyInfo,
+    SpecError, Unit,
 };
 
 pub static INFO: PolicyInfo = PolicyInfo {
@@ -12,15 +13,16 @@ pub static INFO: PolicyInfo = PolicyInfo {
     params: &[ParamInfo {
         name: "preemptive",
         kind: ParamKind::Bool,
-        default: "true",
+        unit: Unit::Bool,
+        default: ParamDefault::Bool(true),
         help: "a new arrival takes the CPU from the running job",
     }],
     build,
 };
 
-fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build(p: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(KeyedPolicy::boxed(Lcfs {
-        preemptive: p.flag_or("preemptive", true),
+        preemptive: p.flag("preemptive"),
     }))
 }
 

@@ -14,7 +14,6 @@ mod keyed;
 mod lcfs;
 mod lottery;
 mod mlfq;
-mod params;
 mod priority;
 mod ps;
 mod psjf;
@@ -23,9 +22,9 @@ mod sjf;
 mod srpt;
 mod stride;
 
-pub use cfs::nice_to_weight;
 pub use keyed::{FifoQueue, KeyRule, KeyedPolicy, KeyedQueue};
-pub use params::{ParamError, ParamInfo, ParamKind, ParamValue, Params};
+pub use schedlab_model::placement::CpuLoad;
+pub use schedlab_model::{ParamDefault, ParamInfo, ParamKind, ParamValue, Params, SpecError, Unit};
 
 /// Index of a job while it is in the system. Slots are reused after a job leaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,19 +75,76 @@ impl JobView {
     }
 }
 
-/// Why a job (re-)enters a runqueue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Enqueue {
+/// What a job takes from one runqueue to another when it migrates: each runqueue is its own
+/// policy instance, so what a policy keeps about a job travels with it. Each policy fills the
+/// fields it keeps and reads them back; the engine only carries the value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Carry {
+    /// Position in the policy's virtual time relative to its runqueue's reference point (CFS:
+    /// vruntime - min_vruntime; EEVDF: V - v; stride: pass - global pass).
+    pub lag: f64,
+    /// The rest of the current request in virtual time (EEVDF: deadline - vruntime); NaN: none.
+    pub request: f64,
+    /// Service received in the current slice (a preempted job keeps the rest of its slice).
+    pub used: f64,
+    /// Feedback level (MLFQ), and the service received at that level.
+    pub level: u32,
+    pub level_used: f64,
+    /// It was asleep: it wakes on the new runqueue, which applies its wake-up rule (CFS's
+    /// sleeper credit, stride's catch-up) to what it carries. Set by the engine.
+    pub asleep: bool,
+}
+
+impl Carry {
+    /// Nothing kept: a job that moves starts afresh on its new runqueue.
+    pub const NONE: Carry = Carry {
+        lag: 0.0,
+        request: f64::NAN,
+        used: 0.0,
+        level: 0,
+        level_used: 0.0,
+        asleep: false,
+    };
+}
+
+impl Default for Carry {
+    fn default() -> Carry {
+        Carry::NONE
+    }
+}
+
+/// Why a job (re-)enters a runqueue. Two words: what a migrating job carries is lent by
+/// reference, so the common enqueue copies nothing more.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Enqueue<'a> {
     /// A new job.
     Arrival,
     /// Back from a wait: the same job after I/O, or a task's next job after think time.
     Wakeup,
-    /// Taken off a CPU because another job preempts it.
-    Preempted,
-    /// Its slice ran out.
+    /// Taken off a CPU, after `ran` of service in this turn, because a more important job
+    /// preempts it: it goes back to the head of its level with the rest of its slice (Linux
+    /// SCHED_RR, the textbook MLFQ).
+    Preempted { ran: f64 },
+    /// Its slice ran out: to the tail of its level, with a new slice.
     Expired,
-    /// Moved here from another runqueue.
-    Migrated,
+    /// Moved here from another runqueue, with what it keeps (also a job that slept on
+    /// another runqueue and wakes here: then `asleep` is set).
+    Migrated(&'a Carry),
+}
+
+/// Why a job leaves a runqueue's runnable set (queued or running).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dequeue {
+    /// It blocks (I/O, or a closed client's thread thinks): it comes back with
+    /// [`Enqueue::Wakeup`].
+    Sleep,
+    /// It completed: forget anything kept about the job (a task's next job may remember it).
+    Exit,
+    /// The job moves to another runqueue; the returned [`Carry`] goes with it. Either a
+    /// queued job (balancing), or a sleeping task that wakes elsewhere: then it is not
+    /// queued here, and its job may even be new (a closed task's next request), so answer
+    /// with what is kept for the task. Either way, forget the job and the task here.
+    Migrate,
 }
 
 /// How a policy serves its jobs.
@@ -103,10 +159,23 @@ pub enum Service {
 /// The hooks the engine calls. Every hook receives the current time; none reads a clock.
 pub trait Policy: Send {
     fn name(&self) -> &'static str;
-    fn enqueue(&mut self, job: &JobView, now: f64, why: Enqueue);
-    /// Removes a queued job that leaves this runqueue (migration); it may come back with
-    /// [`Enqueue::Migrated`] on another.
-    fn dequeue(&mut self, id: JobId);
+    /// Where a new or waking task should run (per-CPU runqueues); `None`: wherever the
+    /// machine's placement puts it (`schedlab_model::placement`).
+    fn select_cpu(&mut self, _job: &JobView, _cpus: &[CpuLoad]) -> Option<usize> {
+        None
+    }
+    fn enqueue(&mut self, job: &JobView, now: f64, why: Enqueue<'_>);
+    /// The job leaves this runqueue's runnable set, from the queue or from a CPU (after its
+    /// last `charge`); returns what it keeps. Fluid policies let a job go themselves when its
+    /// work is done ([`Fluid::pop_done`]), so for them this only moves one away.
+    fn dequeue(&mut self, job: &JobView, now: f64, why: Dequeue) -> Carry;
+    /// Whether a task that sleeps here leaves nothing behind (no memory of the job or of its
+    /// task across the sleep), so that waking on another runqueue needs no hand-off: the
+    /// engine then skips `dequeue(.., Migrate)` for it. False (always hand off) unless a
+    /// policy knows; a wrong `true` would lose what it keeps.
+    fn forgets_sleepers(&self) -> bool {
+        false
+    }
     /// The next job to run; it leaves the queue. `None`: nothing runnable.
     fn pick_next(&mut self, now: f64) -> Option<JobId>;
     /// How long the job may run before the policy is asked again; `None`: until it completes.
@@ -119,11 +188,6 @@ pub trait Policy: Send {
     }
     /// Service the job received since it was last charged (vruntime, pass, MLFQ allotment).
     fn charge(&mut self, _job: &JobView, _ran: f64, _now: f64) {}
-    /// The running job blocks (I/O) and leaves the runnable set until it is enqueued again
-    /// with [`Enqueue::Wakeup`].
-    fn sleep(&mut self, _job: &JobView, _now: f64) {}
-    /// The job completed; forget anything kept about it.
-    fn exit(&mut self, _job: &JobView, _now: f64) {}
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -150,7 +214,7 @@ pub trait Fluid {
     fn add(&mut self, job: &JobView, now: f64);
     /// The next instant something changes inside (a completion or a regrouping).
     fn next_event(&self, now: f64) -> Option<f64>;
-    /// A job whose work is done, if any (call after `advance`).
+    /// A job whose work is done, if any (call after `advance`); it leaves the policy.
     fn pop_done(&mut self) -> Option<JobId>;
     /// Service a job has received so far.
     fn attained(&self, id: JobId) -> f64;
@@ -158,7 +222,8 @@ pub trait Fluid {
     fn busy_cpus(&self) -> f64;
 }
 
-pub type Builder = fn(&Params, u64) -> Result<Box<dyn Policy>, ParamError>;
+/// Builds a policy from its checked parameters (every declared default filled in).
+pub type Builder = fn(&Params, u64) -> Result<Box<dyn Policy>, SpecError>;
 
 /// One entry of the catalogue: how users name a policy, its parameters and how to build it.
 pub struct PolicyInfo {
@@ -189,6 +254,46 @@ pub static POLICIES: &[&PolicyInfo] = &[
     &edf::INFO,
 ];
 
+/// No parameter has the name of a spec key, and a name shared by several policies has one
+/// unit and one kind: a flat spec is never ambiguous, and a world converts a parameter by its
+/// unit. Checked when the crate compiles, so a colliding policy cannot be built.
+const fn catalogue_is_coherent(policies: &[&PolicyInfo]) -> bool {
+    let mut p = 0;
+    while p < policies.len() {
+        let params = policies[p].params;
+        let mut i = 0;
+        while i < params.len() {
+            if schedlab_model::vocabulary::is_key(params[i].name) {
+                return false;
+            }
+            let mut q = 0;
+            while q < policies.len() {
+                let others = policies[q].params;
+                let mut j = 0;
+                while j < others.len() {
+                    if schedlab_model::vocabulary::same(params[i].name, others[j].name)
+                        && (params[i].unit as u8 != others[j].unit as u8
+                            || params[i].kind as u8 != others[j].kind as u8)
+                    {
+                        return false;
+                    }
+                    j += 1;
+                }
+                q += 1;
+            }
+            i += 1;
+        }
+        p += 1;
+    }
+    true
+}
+
+const _: () = assert!(
+    catalogue_is_coherent(POLICIES),
+    "a policy parameter has the name of a spec key, or two policies declare one name with \
+     different units or kinds"
+);
+
 /// Finds a policy by name or alias (case-insensitive).
 pub fn lookup(name: &str) -> Option<&'static PolicyInfo> {
     let wanted = name.to_ascii_lowercase();
@@ -207,13 +312,71 @@ pub fn known_names() -> String {
         .join(", ")
 }
 
+/// The catalogue entry of `name`, or an error naming the key `policy`.
+pub fn info(name: &str) -> Result<&'static PolicyInfo, SpecError> {
+    lookup(name).ok_or_else(|| SpecError::new("policy", name, format!("one of {}", known_names())))
+}
+
 /// Builds a policy by name, checking its parameters; `seed` feeds randomised policies.
-pub fn build(name: &str, params: &Params, seed: u64) -> Result<Box<dyn Policy>, ParamError> {
-    let info = lookup(name).ok_or_else(|| ParamError {
-        key: "policy".into(),
-        value: name.into(),
-        allowed: format!("one of {}", known_names()),
-    })?;
-    params.check_allowed(info)?;
-    (info.build)(params, seed)
+pub fn build(name: &str, params: &Params, seed: u64) -> Result<Box<dyn Policy>, SpecError> {
+    let info = info(name)?;
+    params.check(info.name, info.params)?;
+    (info.build)(&params.with_defaults(info.params), seed)
+}
+
+/// Builds a policy that must serve one job per CPU at a time; a fluid one is refused with
+/// `why` (the world's reason it cannot share continuously).
+pub fn build_discrete(
+    name: &str,
+    params: &Params,
+    seed: u64,
+    why: &str,
+) -> Result<Box<dyn Policy>, SpecError> {
+    let p = build(name, params, seed)?;
+    if p.service() == Service::Fluid {
+        return Err(SpecError::new(
+            "policy",
+            name,
+            format!("a policy that runs one job at a time: {why}"),
+        ));
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogue_is_coherent_and_defaults_are_typed() {
+        assert!(catalogue_is_coherent(POLICIES));
+        for p in POLICIES {
+            for q in p.params {
+                assert!(!schedlab_model::vocabulary::is_key(q.name), "{}", q.name);
+                if let Some(v) = q.default.value() {
+                    let checked = Params::new().with(q.name, v).check(p.name, p.params);
+                    assert!(
+                        checked.is_ok(),
+                        "{}.{}: default outside its domain",
+                        p.name,
+                        q.name
+                    );
+                }
+            }
+            // Every policy builds with its defaults alone.
+            assert!(build(p.name, &Params::new(), 1).is_ok(), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn fluid_policies_are_refused_where_a_world_needs_discrete_turns() {
+        let e = build_discrete("ps", &Params::new(), 1, "one request per worker")
+            .err()
+            .unwrap();
+        assert_eq!(e.key, "policy");
+        assert!(e.allowed.contains("one request per worker"));
+        assert!(build_discrete("fb", &Params::new(), 1, "x").is_err());
+        let sliced = Params::new().with("quantum", ParamValue::Num(1.0));
+        assert!(build_discrete("fb", &sliced, 1, "x").is_ok());
+    }
 }

@@ -14,7 +14,8 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::{
-    Enqueue, JobId, JobView, ParamError, ParamInfo, ParamKind, Params, Policy, PolicyInfo,
+    Carry, Dequeue, Enqueue, JobId, JobView, ParamDefault, ParamInfo, ParamKind, Params, Policy,
+    PolicyInfo, SpecError, Unit,
 };
 
 pub static INFO: PolicyInfo = PolicyInfo {
@@ -25,19 +26,22 @@ pub static INFO: PolicyInfo = PolicyInfo {
         ParamInfo {
             name: "quantum",
             kind: ParamKind::Positive,
-            default: "10",
+            unit: Unit::Work,
+            default: ParamDefault::Num(10.0),
             help: "longest turn on the CPU",
         },
         ParamInfo {
             name: "compensation",
             kind: ParamKind::Bool,
-            default: "true",
+            unit: Unit::Bool,
+            default: ParamDefault::Bool(true),
             help: "inflate the tickets of a job that used part of its quantum",
         },
         ParamInfo {
             name: "balance",
             kind: ParamKind::Bool,
-            default: "false",
+            unit: Unit::Bool,
+            default: ParamDefault::Bool(false),
             help: "favour jobs behind their ticket share (exact shares on several CPUs)",
         },
     ],
@@ -47,11 +51,11 @@ pub static INFO: PolicyInfo = PolicyInfo {
 /// Lag is bounded to this many quanta, so old debts do not dominate new draws.
 const LAG_QUANTA: f64 = 6.0;
 
-fn build(p: &Params, seed: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build(p: &Params, seed: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(Lottery {
-        quantum: p.num_or("quantum", 10.0),
-        compensation: p.flag_or("compensation", true),
-        balance: p.flag_or("balance", false),
+        quantum: p.number("quantum"),
+        compensation: p.flag("compensation"),
+        balance: p.flag("balance"),
         rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         held: Vec::new(),
         bonus: Vec::new(),
@@ -188,8 +192,10 @@ impl Lottery {
     }
 
     fn leave(&mut self, i: usize) {
-        if let Some(o) = self.owed.get(i) {
+        if let Some(o) = self.owed.get_mut(i) {
             self.runnable_tickets = (self.runnable_tickets - o.tickets).max(0.0);
+            // Left: a second leave (a world that reports twice) takes nothing more.
+            o.tickets = 0.0;
         }
     }
 }
@@ -198,24 +204,37 @@ impl Policy for Lottery {
     fn name(&self) -> &'static str {
         "lottery"
     }
-    fn enqueue(&mut self, job: &JobView, _: f64, why: Enqueue) {
+    fn enqueue(&mut self, job: &JobView, _: f64, why: Enqueue<'_>) {
         let i = job.id.index();
         self.grow(i);
-        if self.balance && matches!(why, Enqueue::Arrival | Enqueue::Wakeup | Enqueue::Migrated) {
+        if self.balance
+            && matches!(
+                why,
+                Enqueue::Arrival | Enqueue::Wakeup | Enqueue::Migrated(_)
+            )
+        {
             self.join(i, job.tickets);
         }
         let tickets = job.tickets * self.bonus[i];
         self.set(i, tickets);
         self.n += 1;
     }
-    fn dequeue(&mut self, id: JobId) {
-        if self.held.get(id.index()).is_some_and(|t| *t > 0.0) {
-            self.set(id.index(), 0.0);
+    fn dequeue(&mut self, job: &JobView, _: f64, why: Dequeue) -> Carry {
+        let i = job.id.index();
+        if self.held.get(i).is_some_and(|t| *t > 0.0) {
+            self.set(i, 0.0);
             self.n -= 1;
-            if self.balance {
-                self.leave(id.index());
+        }
+        if self.balance {
+            self.leave(i);
+        }
+        if why != Dequeue::Sleep {
+            // Gone from here: the slot's next job starts without compensation.
+            if let Some(b) = self.bonus.get_mut(i) {
+                *b = 1.0;
             }
         }
+        Carry::NONE
     }
     fn pick_next(&mut self, _: f64) -> Option<JobId> {
         if self.n == 0 {
@@ -250,19 +269,6 @@ impl Policy for Lottery {
             self.owed[job.id.index()].received += ran;
         }
     }
-    fn sleep(&mut self, job: &JobView, _: f64) {
-        if self.balance {
-            self.leave(job.id.index());
-        }
-    }
-    fn exit(&mut self, job: &JobView, _: f64) {
-        if let Some(b) = self.bonus.get_mut(job.id.index()) {
-            *b = 1.0;
-        }
-        if self.balance {
-            self.leave(job.id.index());
-        }
-    }
     fn len(&self) -> usize {
         self.n
     }
@@ -278,7 +284,7 @@ mod tests {
 
     #[test]
     fn draws_follow_tickets() {
-        let mut p = build(&Params::new(), 7).unwrap();
+        let mut p = crate::build("lottery", &Params::new(), 7).unwrap();
         let mut jobs: Vec<JobView> = [30.0, 20.0, 10.0]
             .iter()
             .enumerate()
@@ -313,7 +319,8 @@ mod tests {
         // runs a quarter quantum each turn (it would block for I/O), so until it runs again it
         // holds 1 / 0.25 = 4 compensation tickets. Ticket ranges are laid out in slot order:
         // job 0 owns [0, 3), job 1 [3, 3 + t1). The same seeded generator replays the draws.
-        let mut p = build(&Params::new().with("quantum", ParamValue::Num(1.0)), 11).unwrap();
+        let one = Params::new().with("quantum", ParamValue::Num(1.0));
+        let mut p = crate::build("lottery", &one, 11).unwrap();
         let mut replay = Xoshiro256PlusPlus::seed_from_u64(11);
         let mut jobs: Vec<JobView> = [3.0, 1.0]
             .iter()

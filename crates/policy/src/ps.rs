@@ -5,7 +5,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::{Enqueue, Fluid, JobId, JobView, ParamError, Params, Policy, PolicyInfo, Service};
+use crate::{
+    Carry, Dequeue, Enqueue, Fluid, JobId, JobView, Params, Policy, PolicyInfo, Service, SpecError,
+};
 
 pub static PS_INFO: PolicyInfo = PolicyInfo {
     name: "ps",
@@ -23,11 +25,11 @@ pub static GPS_INFO: PolicyInfo = PolicyInfo {
     build: build_gps,
 };
 
-fn build_ps(_: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build_ps(_: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(Share::new(false)))
 }
 
-fn build_gps(_: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build_gps(_: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(Share::new(true)))
 }
 
@@ -91,21 +93,27 @@ impl Policy for Share {
             "ps"
         }
     }
-    fn enqueue(&mut self, job: &JobView, now: f64, _: Enqueue) {
+    fn enqueue(&mut self, job: &JobView, now: f64, _: Enqueue<'_>) {
         self.advance(now);
         self.add(job, now);
     }
-    fn dequeue(&mut self, id: JobId) {
-        // Leaves by zeroing its weight share: rebuild without it (rare: migration only).
-        let keep: Vec<_> = self.heap.drain().filter(|e| e.2 != id.0).collect();
+    fn dequeue(&mut self, job: &JobView, now: f64, _: Dequeue) -> Carry {
+        // Rare (migration only): rebuild the heap without it.
+        self.advance(now);
+        let before = self.heap.len();
+        let keep: Vec<_> = self.heap.drain().filter(|e| e.2 != job.id.0).collect();
+        let found = keep.len() < before;
         self.heap.extend(keep);
-        let (_, w, _) = self.slots[id.index()];
-        self.total_weight -= w;
-        self.n -= 1;
-        if self.n == 0 {
-            self.total_weight = 0.0;
-            self.v = 0.0;
+        if found {
+            let (_, w, _) = self.slots[job.id.index()];
+            self.total_weight -= w;
+            self.n -= 1;
+            if self.n == 0 {
+                self.total_weight = 0.0;
+                self.v = 0.0;
+            }
         }
+        Carry::NONE
     }
     fn pick_next(&mut self, _: f64) -> Option<JobId> {
         None

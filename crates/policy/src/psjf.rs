@@ -1,7 +1,7 @@
 //! Preemptive shortest job first: a newly arrived job that is smaller (in total size, not
 //! remaining work) takes the CPU.
 
-use crate::{JobView, KeyRule, KeyedPolicy, ParamError, Params, Policy, PolicyInfo};
+use crate::{JobView, KeyRule, KeyedPolicy, Params, Policy, PolicyInfo, SpecError};
 
 pub static INFO: PolicyInfo = PolicyInfo {
     name: "psjf",
@@ -11,7 +11,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(_: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build(_: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(KeyedPolicy::boxed(Psjf))
 }
 

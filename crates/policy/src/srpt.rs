@@ -1,6 +1,6 @@
 //! Shortest remaining processing time: always run the job with the least work left.
 
-use crate::{JobView, KeyRule, KeyedPolicy, ParamError, Params, Policy, PolicyInfo};
+use crate::{JobView, KeyRule, KeyedPolicy, Params, Policy, PolicyInfo, SpecError};
 
 pub static INFO: PolicyInfo = PolicyInfo {
     name: "srpt",
@@ -10,7 +10,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(_: &Params, _: u64) -> Result<Box<dyn Policy>, ParamError> {
+fn build(_: &Params, _: u64) -> Result<Box<dyn Policy>, SpecError> {
     Ok(KeyedPolicy::boxed(Srpt))
 }
 

@@ -27,6 +27,10 @@ fn os_capabilities(py: Python<'_>) -> String {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add(
+        "DISPATCH_FLUID_REFUSED",
+        schedlab_dispatch::plan::FLUID_REFUSED,
+    )?;
     m.add_function(wrap_pyfunction!(os_run, m)?)?;
     m.add_function(wrap_pyfunction!(os_check, m)?)?;
     m.add_function(wrap_pyfunction!(os_capabilities, m)?)?;

@@ -5,9 +5,10 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use schedlab_sim::SpecError;
+use schedlab_model::SpecError;
 
 mod dispatch;
+mod model;
 mod serve;
 mod sim;
 
@@ -28,6 +29,7 @@ pub(crate) fn spec_error(e: SpecError) -> PyErr {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SpecError", m.py().get_type::<SpecErrorPy>())?;
+    model::register(m)?;
     sim::register(m)?;
     dispatch::register(m)?;
     serve::register(m)?;

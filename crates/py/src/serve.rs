@@ -8,11 +8,11 @@ use pyo3::types::PyDict;
 use pythonize::{depythonize, pythonize};
 use serde::de::DeserializeOwned;
 
+use schedlab_model::SpecError;
 use schedlab_serve::config::ServeSpec;
 use schedlab_serve::cost::Cost;
 use schedlab_serve::load::LoadSpec;
 use schedlab_serve::Server;
-use schedlab_sim::SpecError;
 
 use crate::spec_error;
 
@@ -128,6 +128,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SERVE_KEYS", schedlab_serve::config::KEYS.to_vec())?;
     m.add("LOAD_KEYS", schedlab_serve::load::KEYS.to_vec())?;
     m.add("COST_SYNTAX", schedlab_serve::cost::SYNTAX)?;
+    m.add("SERVE_FLUID_REFUSED", schedlab_serve::config::FLUID_REFUSED)?;
     m.add_function(wrap_pyfunction!(serve_validate, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(load_validate, m)?)?;

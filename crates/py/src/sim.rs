@@ -1,14 +1,12 @@
-//! Bindings of the simulator: validate a spec, run it, list policies, parse distributions.
+//! Bindings of the simulator: validate a spec, run it.
 
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 use pythonize::{depythonize, pythonize};
 
-use schedlab_policy::{ParamKind, POLICIES};
-use schedlab_sim::dist::{Dist, SYNTAX};
-use schedlab_sim::spec::{SimSpec, CLASS_KEYS, KEYS};
-use schedlab_sim::SpecError;
+use schedlab_model::SpecError;
+use schedlab_sim::spec::{self, SimSpec};
 
 use crate::spec_error;
 
@@ -17,11 +15,7 @@ fn to_spec(spec: &Bound<'_, PyDict>) -> PyResult<SimSpec> {
         let text = e.to_string();
         // serde says "unknown field `x`, expected one of ..."; name the key like other errors.
         let key = text.split('`').nth(1).unwrap_or("spec").to_string();
-        spec_error(SpecError {
-            key,
-            value: "(given)".into(),
-            allowed: text,
-        })
+        spec_error(SpecError::new(key, "(given)", text))
     })
 }
 
@@ -31,8 +25,8 @@ fn validate(spec: &Bound<'_, PyDict>) -> PyResult<()> {
     to_spec(spec)?.validate().map(|_| ()).map_err(spec_error)
 }
 
-/// Runs one simulation. Returns a dict: summary, classes, tasks, jobs (dict of numpy arrays
-/// or None), schedule (list of dicts or None).
+/// Runs one simulation. Returns a dict: summary, classes, tasks, loads, load_series, jobs (dict
+/// of numpy arrays or None), schedule (list of dicts or None).
 #[pyfunction]
 fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
     let spec = to_spec(spec)?;
@@ -74,65 +68,10 @@ fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'
     Ok(d)
 }
 
-/// The policy catalogue: name, aliases, summary and parameters of each policy.
-#[pyfunction]
-fn policies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
-    let out = PyList::empty(py);
-    for p in POLICIES {
-        let d = PyDict::new(py);
-        d.set_item("name", p.name)?;
-        d.set_item("aliases", p.aliases.to_vec())?;
-        d.set_item("summary", p.summary)?;
-        let params = PyList::empty(py);
-        for q in p.params {
-            let pd = PyDict::new(py);
-            pd.set_item("name", q.name)?;
-            let kind = match q.kind {
-                ParamKind::Positive | ParamKind::NonNegative => "number",
-                ParamKind::Count => "count",
-                ParamKind::Bool => "bool",
-                ParamKind::List => "list",
-            };
-            pd.set_item("kind", kind)?;
-            pd.set_item("allowed", q.kind.describe())?;
-            pd.set_item("default", q.default)?;
-            pd.set_item("help", q.help)?;
-            params.append(pd)?;
-        }
-        d.set_item("params", params)?;
-        out.append(d)?;
-    }
-    Ok(out)
-}
-
-/// Parses a distribution into a dict: name, params (numbers as written), written form, mean,
-/// and for `empirical` the values. Raises SpecError naming `key`.
-#[pyfunction]
-#[pyo3(signature = (text, key = "dist"))]
-fn parse_dist<'py>(py: Python<'py>, text: &str, key: &str) -> PyResult<Bound<'py, PyDict>> {
-    let d = Dist::parse(key, text).map_err(spec_error)?;
-    let out = PyDict::new(py);
-    out.set_item("name", d.name())?;
-    out.set_item("params", d.params())?;
-    out.set_item("written", d.written())?;
-    out.set_item("mean", d.mean())?;
-    if let Dist::Empirical { values, .. } = &d {
-        out.set_item("values", values.clone().into_pyarray(py))?;
-    }
-    Ok(out)
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("DIST_SYNTAX", SYNTAX)?;
-    let keys: Vec<(&str, &str, &str, &str)> = KEYS
-        .iter()
-        .map(|k| (k.name, k.section, k.kind, k.help))
-        .collect();
-    m.add("SPEC_KEYS", keys)?;
-    m.add("CLASS_KEYS", CLASS_KEYS.to_vec())?;
+    m.add("SIM_KEYS", spec::keys())?;
+    m.add("SIM_CLASS_KEYS", spec::class_keys())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-    m.add_function(wrap_pyfunction!(policies, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_dist, m)?)?;
     Ok(())
 }

@@ -2,15 +2,19 @@
 //! is the raw input (every key documented in `KEYS`); `validate` turns it into a `ServeConfig`
 //! or one error naming the key, the value and what is allowed.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cost::{Cost, CostMode};
-use schedlab_policy::{nice_to_weight, ParamValue, Params, Service};
-use schedlab_sim::spec::RawParam;
-use schedlab_sim::SpecError;
+use schedlab_model::weights::nice_to_weight;
+use schedlab_model::SpecError;
+use schedlab_policy::Params;
+
+/// Why the server refuses a fluid policy (PS, GPS, FB without a quantum).
+pub const FLUID_REFUSED: &str = "the server serves one request per worker at a time, in turns \
+of whole packets (fluid sharing has no packet boundaries; rr with quantum = 1 is processor \
+sharing at packet granularity)";
 
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
     SpecError {
@@ -42,7 +46,7 @@ pub struct ServeSpec {
     pub workers: Option<u32>,
     pub buffer: Option<u32>,
     pub policy: Option<String>,
-    pub params: Option<BTreeMap<String, RawParam>>,
+    pub params: Option<Params>,
     pub seed: Option<u64>,
     pub packet: Option<u64>,
     pub packet_unit: Option<String>,
@@ -173,19 +177,6 @@ pub struct ServeConfig {
     pub announce: bool,
 }
 
-pub fn params_from_raw(raw: Option<&BTreeMap<String, RawParam>>) -> Params {
-    let mut params = Params::new();
-    for (k, v) in raw.into_iter().flatten() {
-        let value = match v {
-            RawParam::Bool(b) => ParamValue::Bool(*b),
-            RawParam::Num(x) => ParamValue::Num(*x),
-            RawParam::List(l) => ParamValue::List(l.clone()),
-        };
-        params = params.with(k, value);
-    }
-    params
-}
-
 fn positive_ms(key: &str, v: Option<f64>, default: f64) -> Result<f64, SpecError> {
     match v {
         None => Ok(default),
@@ -205,19 +196,10 @@ impl ServeSpec {
             return Err(err("root", root.display(), "an existing directory"));
         }
         let policy = self.policy.clone().unwrap_or_else(|| "fcfs".into());
-        let params = params_from_raw(self.params.as_ref());
+        let params = self.params.clone().unwrap_or_default();
         let seed = self.seed.unwrap_or(1);
         // Build once to check the name and the parameters, and refuse fluid policies.
-        let p = schedlab_policy::build(&policy, &params, seed)?;
-        if p.service() == Service::Fluid {
-            return Err(err(
-                "policy",
-                &policy,
-                "a discrete policy: the server serves one request per worker at a time \
-                 (fluid sharing has no packet boundaries; use rr with quantum = 1 for \
-                 processor sharing at packet granularity)",
-            ));
-        }
+        schedlab_policy::build_discrete(&policy, &params, seed, FLUID_REFUSED)?;
         let workers = self.workers.unwrap_or(2);
         if !(1..=1024).contains(&workers) {
             return Err(err("workers", workers, "a whole number from 1 to 1024"));
@@ -365,7 +347,7 @@ mod tests {
         assert_eq!(s.validate().unwrap_err().key, "cost");
         let mut s = spec(root);
         s.policy = Some("rr".into());
-        s.params = Some([("quantum".to_string(), RawParam::Num(-1.0))].into());
+        s.params = Some(Params::new().with("quantum", schedlab_policy::ParamValue::Num(-1.0)));
         assert_eq!(s.validate().unwrap_err().key, "quantum");
         assert_eq!(spec("/no/such/dir").validate().unwrap_err().key, "root");
     }

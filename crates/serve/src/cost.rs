@@ -10,7 +10,7 @@
 use std::os::fd::RawFd;
 
 use crate::clock::now_ns;
-use schedlab_sim::SpecError;
+use schedlab_model::SpecError;
 
 pub const SYNTAX: &str = "TIME[+TIME/SIZE], e.g. 0.05ms+10us/KiB, 0ms+0.1ms/KiB, 1ms, 2us/KiB or \
 none; TIME in ns, us, ms or s; SIZE in B, KB, KiB, MB or MiB";

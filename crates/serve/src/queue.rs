@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use schedlab_policy::{Enqueue, JobId, JobView, Policy};
+use schedlab_policy::{Dequeue, Enqueue, JobId, JobView, Policy};
 
 use crate::clock::now_ns;
 
@@ -61,7 +61,7 @@ pub enum Done<J> {
         job: J,
         bytes: u64,
         packets: f64,
-        why: Enqueue,
+        why: Enqueue<'static>,
     },
 }
 
@@ -301,7 +301,7 @@ impl<J> Queue<J> {
         job: J,
         bytes: u64,
         packets: f64,
-        why: Enqueue,
+        why: Enqueue<'static>,
     ) {
         let mut st = self.lock();
         self.requeue_locked(&mut st, worker, id, job, bytes, packets, why);
@@ -316,10 +316,15 @@ impl<J> Queue<J> {
         job: J,
         bytes: u64,
         packets: f64,
-        why: Enqueue,
+        why: Enqueue<'static>,
     ) {
         let now = self.now();
         let view = Self::charge(st, id, bytes, packets, now);
+        // A preempted request ran this turn's packets of its slice.
+        let why = match why {
+            Enqueue::Preempted { .. } => Enqueue::Preempted { ran: packets },
+            other => other,
+        };
         st.policy.enqueue(&view, now, why);
         st.slots[id.index()].job = Some(job);
         st.slots[id.index()].since_ns = now_ns();
@@ -339,7 +344,7 @@ impl<J> Queue<J> {
     fn finish_locked(&self, st: &mut State<J>, worker: usize, id: JobId, bytes: u64, packets: f64) {
         let now = self.now();
         let view = Self::charge(st, id, bytes, packets, now);
-        st.policy.exit(&view, now);
+        st.policy.dequeue(&view, now, Dequeue::Exit);
         let slot = &mut st.slots[id.index()];
         slot.live = false;
         slot.job = None;
@@ -440,7 +445,7 @@ mod tests {
         q.push(2, admit(100)).unwrap();
         assert!(q.preempted(0));
         assert!(!q.preempted(0), "the flag clears once read");
-        q.requeue(0, t.id, t.job, 1000, 1.0, Enqueue::Preempted);
+        q.requeue(0, t.id, t.job, 1000, 1.0, Enqueue::Preempted { ran: 1.0 });
         assert_eq!(q.pop(0).unwrap().job, 2);
     }
 

@@ -53,7 +53,7 @@ pub struct Job {
 
 enum Outcome {
     Done,
-    Yield(Enqueue),
+    Yield(Enqueue<'static>),
     Abort,
 }
 
@@ -188,7 +188,8 @@ fn serve_turn(
             return Outcome::Yield(Enqueue::Expired);
         }
         if sh.queue.preempted(w) {
-            return Outcome::Yield(Enqueue::Preempted);
+            // The queue fills in the packets this turn sent.
+            return Outcome::Yield(Enqueue::Preempted { ran: 0.0 });
         }
         let (len, fraction) = match next_packet(job, cfg.packet, cfg.packet_unit, scratch) {
             Ok(p) => p,

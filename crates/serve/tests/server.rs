@@ -444,13 +444,8 @@ fn round_robin_turns_are_packets_of_lines() {
     let mut sp = spec(dir.path());
     sp.workers = Some(1);
     sp.policy = Some("rr".into());
-    sp.params = Some(
-        [(
-            "quantum".to_string(),
-            schedlab_sim::spec::RawParam::Num(2.0),
-        )]
-        .into(),
-    );
+    sp.params =
+        Some(schedlab_policy::Params::new().with("quantum", schedlab_policy::ParamValue::Num(2.0)));
     sp.packet_unit = Some("lines".into());
     sp.packet = Some(10);
     sp.cost = Some("0ms+0.1ms/B".into()); // about 8 ms a packet

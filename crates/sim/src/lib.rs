@@ -1,17 +1,15 @@
-//! schedlab's simulator: workloads, distributions, the event engine and its metrics.
+//! schedlab's simulator: workloads, the event engine, placement and balancers. Distributions,
+//! parameters, the vocabulary and the run summary live in `schedlab-model`, which every world
+//! shares.
 
 pub mod balance;
-pub mod dist;
 pub mod engine;
-pub mod metrics;
 mod mintree;
-pub mod placement;
 pub mod spec;
 pub mod trace;
 
 pub use engine::{run, Output};
-/// One error type for every bad input: the key, the value given and what is allowed.
-pub use schedlab_policy::ParamError as SpecError;
+pub use schedlab_model::SpecError;
 pub use spec::{Config, SimSpec};
 
 /// Validates a spec and runs it.

@@ -1,26 +1,17 @@
 //! The run specification: what the CLI flags, TOML files and Python keyword arguments all
-//! become. `SimSpec` is the raw input (every key documented in KEYS); `validate` turns it into
-//! a `Config` or one error naming the key, the value and what is allowed.
-
-use std::collections::BTreeMap;
+//! become. `SimSpec` is the raw input (every key is one of the vocabulary's,
+//! `schedlab_model::vocabulary`, with its help there); `validate` turns it into a `Config` or
+//! one error naming the key, the value and what is allowed.
 
 use serde::{Deserialize, Serialize};
 
 use crate::balance;
-use crate::dist::Dist;
-use crate::placement::Placement;
 use crate::trace::{self, TraceRow};
 use crate::SpecError;
-use schedlab_policy::{nice_to_weight, ParamValue, Params};
-
-/// Policy parameter values as they arrive from Python or TOML.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum RawParam {
-    Bool(bool),
-    Num(f64),
-    List(Vec<f64>),
-}
+use schedlab_model::dist::Dist;
+use schedlab_model::placement::Placement;
+use schedlab_model::weights::nice_to_weight;
+use schedlab_policy::Params;
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -45,7 +36,7 @@ pub struct ClassSpec {
 #[serde(deny_unknown_fields)]
 pub struct SimSpec {
     pub policy: Option<String>,
-    pub params: Option<BTreeMap<String, RawParam>>,
+    pub params: Option<Params>,
     pub arrival: Option<String>,
     pub load: Option<f64>,
     pub size: Option<String>,
@@ -84,92 +75,23 @@ pub struct SimSpec {
     pub load_sample: Option<f64>,
 }
 
-/// A spec key: its name (the same in the CLI, TOML files and Python), the section of an
-/// experiment file it belongs to, the kind of value, and its help text.
-#[derive(Clone, Copy, Debug)]
-pub struct Key {
-    pub name: &'static str,
-    pub section: &'static str,
-    /// str, int, float, bool, dist, list (of numbers), table (params), classes.
-    pub kind: &'static str,
-    pub help: &'static str,
+/// The keys the simulator reads, as named in `SimSpec` (each one of the vocabulary's).
+pub fn keys() -> Vec<String> {
+    field_names(&SimSpec::default())
 }
 
-const fn key(
-    name: &'static str,
-    section: &'static str,
-    kind: &'static str,
-    help: &'static str,
-) -> Key {
-    Key {
-        name,
-        section,
-        kind,
-        help,
+/// The class keys the simulator reads.
+pub fn class_keys() -> Vec<String> {
+    field_names(&ClassSpec::default())
+}
+
+fn field_names<T: Serialize>(v: &T) -> Vec<String> {
+    // Serialising an all-None struct names every field (None is written as null).
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+        _ => Vec::new(),
     }
 }
-
-/// Every spec key, in the order of the docs. A test checks it against the struct, so the docs
-/// and the validator cannot drift apart.
-#[rustfmt::skip]
-pub const KEYS: &[Key] = &[
-    key("policy", "policy", "str", "scheduling policy (see `schedlab policies`); default fcfs"),
-    key("params", "policy", "table", "policy parameters, e.g. {quantum = 10}"),
-    key("arrival", "workload", "dist", "inter-arrival time distribution of the open workload"),
-    key("load", "workload", "float", "utilisation per CPU; Poisson arrivals at that load replace `arrival`"),
-    key("size", "workload", "dist", "job size (CPU demand) distribution; default exp:1"),
-    key("jobs", "workload", "int", "measured jobs: arrivals stop after warmup + jobs, then the system drains"),
-    key("time", "workload", "float", "stop at this simulated time"),
-    key("clients", "workload", "int", "closed workload: number of clients (tasks), each thinks then submits one job"),
-    key("think", "workload", "dist", "closed workload: think-time distribution; default det:0"),
-    key("trace", "workload", "str", "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task]"),
-    key("classes", "workload", "classes", "job classes (see the class keys)"),
-    key("bursts", "workload", "int", "CPU bursts per job: the size is split evenly, with an I/O wait between bursts; default 1"),
-    key("io", "workload", "dist", "I/O wait between two bursts of a job"),
-    key("io_device", "workload", "str", "delay (every I/O waits its time) or fcfs (one device serves I/Os in turn); default delay"),
-    key("allow_unstable", "workload", "bool", "run an open system at load >= 1"),
-    key("cpus", "machine", "int", "number of CPUs; default 1"),
-    key("context_switch", "machine", "float", "time a CPU spends switching to a different job; default 0"),
-    key("runqueues", "machine", "str", "global (one queue for all CPUs) or per-cpu (one policy instance per CPU); default global"),
-    key("placement", "machine", "str", "per-cpu: where a new or waking task goes: rr, last, least-tasks, least-weight, least-tickets, random, pod, jsq; default rr"),
-    key("choices", "machine", "int", "placement pod: CPUs sampled (power of d choices); default 2"),
-    key("balancer", "machine", "str", "per-cpu load balancer: none, linux, windows, steal; default none"),
-    key("balance_interval", "machine", "float", "linux: shortest period between balancing passes of a CPU; steal: retry period of an idle CPU; default 4"),
-    key("balance_interval_max", "machine", "float", "linux: longest period, reached by doubling while balanced; default 128"),
-    key("imbalance", "machine", "float", "linux: balance when the busiest CPU has more than this times the load of this one; default 1.25"),
-    key("migration_cost", "machine", "float", "time a migrated job spends on its new CPU before doing work (cache refill); default 0"),
-    key("cache_hot", "machine", "float", "a job that ran on a CPU within this time is cache-hot there and moved last; default 0.5"),
-    key("timeslice", "machine", "float", "time-sharing slice owned by the task: replaces the policy's quantum, and a task keeps the rest of its slice across job boundaries"),
-    key("start_pinned", "machine", "int", "every task starts on this CPU (then balancing may move it)"),
-    key("boost", "machine", "str", "wake-up boosts of priority: none, windows (by I/O kind, decays a level per quantum) or linux26 (interactivity bonus); default none"),
-    key("boost_max", "machine", "float", "linux26: largest bonus in priority levels; default 5"),
-    key("sleep_avg_max", "machine", "float", "linux26: sleep average that earns the full bonus; default 1000"),
-    key("seed", "experiment", "int", "random seed; same seed, same run; default 1"),
-    key("warmup", "experiment", "int", "jobs discarded at the start (by arrival order)"),
-    key("warmup_time", "experiment", "float", "jobs arriving before this time are discarded"),
-    key("batches", "experiment", "int", "split the measured jobs into this many batches and report each batch's mean response (batch means)"),
-    key("keep_jobs", "output", "bool", "return the per-job table"),
-    key("keep_schedule", "output", "bool", "return every run segment (cpu, job, task, start, end)"),
-    key("load_sample", "output", "float", "return the runnable jobs of every CPU sampled at this period (a time series)"),
-];
-
-#[rustfmt::skip]
-pub const CLASS_KEYS: &[(&str, &str)] = &[
-    ("name", "label of the class; default its index"),
-    ("fraction", "share of arrivals (open workloads), or of clients; default equal shares"),
-    ("size", "size distribution of this class; default the global size"),
-    ("priority", "priority (lower runs first); default 0"),
-    ("tickets", "lottery or stride tickets; default 1"),
-    ("weight", "share weight (gps, cfs); default 1, or from nice"),
-    ("nice", "nice value -20..19, mapped to a weight by the kernel's table"),
-    ("deadline", "relative deadline (edf); default none"),
-    ("clients", "closed workload: clients of this class"),
-    ("think", "think-time distribution of this class's clients; default the global think"),
-    ("bursts", "CPU bursts per job of this class; default the global bursts"),
-    ("io", "I/O wait between bursts for this class; default the global io"),
-    ("io_kind", "what the I/O waits for, for windows boosts: disk, network, keyboard, sound; default disk"),
-    ("affinity", "CPUs this class's tasks may run on, e.g. [0, 1]; default all"),
-];
 
 /// I/O kinds and the priority levels a Windows-style boost grants on wake-up from them.
 pub const IO_KINDS: &[(&str, f64)] = &[
@@ -307,25 +229,10 @@ fn word<'a>(
 impl SimSpec {
     pub fn validate(&self) -> Result<Config, SpecError> {
         let policy = self.policy.clone().unwrap_or_else(|| "fcfs".into());
-        let info = schedlab_policy::lookup(&policy).ok_or_else(|| {
-            err(
-                "policy",
-                &policy,
-                &format!("one of {}", schedlab_policy::known_names()),
-            )
-        })?;
-        let mut params = Params::new();
-        for (k, v) in self.params.iter().flatten() {
-            let value = match v {
-                RawParam::Bool(b) => ParamValue::Bool(*b),
-                RawParam::Num(x) => ParamValue::Num(*x),
-                RawParam::List(l) => ParamValue::List(l.clone()),
-            };
-            params.0.insert(k.clone(), value);
-        }
-        params.check_allowed(info)?;
+        let info = schedlab_policy::info(&policy)?;
+        let params = self.params.clone().unwrap_or_default();
         // Build once here so parameter errors surface before any work.
-        (info.build)(&params, 0)?;
+        schedlab_policy::build(info.name, &params, 0)?;
 
         let machine = self.machine()?;
         let cpus = machine.cpus;
@@ -524,7 +431,12 @@ impl SimSpec {
         per_cpu_only("placement", self.placement.is_some())?;
         per_cpu_only("balancer", self.balancer.is_some())?;
         let placement = Placement::parse(self.placement.as_deref(), self.choices, cpus)?;
-        let balancer = balance::Settings::parse(self)?;
+        let balancer = balance::Settings::parse(balance::Given {
+            balancer: self.balancer.as_deref(),
+            balance_interval: self.balance_interval,
+            balance_interval_max: self.balance_interval_max,
+            imbalance: self.imbalance,
+        })?;
         if let Some(c) = self.start_pinned {
             if c as usize >= cpus {
                 return Err(err(
@@ -752,24 +664,19 @@ fn mean_size(classes: &[Class]) -> f64 {
 mod tests {
     use super::*;
 
-    fn keys<T: Serialize>(v: &T) -> Vec<String> {
-        match serde_json::to_value(v).unwrap() {
-            serde_json::Value::Object(m) => m.keys().cloned().collect(),
-            _ => unreachable!(),
-        }
-    }
-
-    fn sorted(mut v: Vec<String>) -> Vec<String> {
-        v.sort();
-        v
-    }
-
     #[test]
-    fn keys_list_matches_the_struct() {
-        let names = KEYS.iter().map(|k| k.name.to_string()).collect();
-        assert_eq!(keys(&SimSpec::default()), sorted(names));
-        let class_names = CLASS_KEYS.iter().map(|(k, _)| k.to_string()).collect();
-        assert_eq!(keys(&ClassSpec::default()), sorted(class_names));
+    fn every_key_is_one_of_the_vocabulary() {
+        use schedlab_model::vocabulary::{find, find_class};
+        assert!(keys().len() > 30);
+        for k in keys() {
+            assert!(find(&k).is_some(), "{k} is not in the vocabulary");
+        }
+        for k in class_keys() {
+            assert!(
+                find_class(&k).is_some(),
+                "classes[].{k} is not in the vocabulary"
+            );
+        }
     }
 
     #[test]

@@ -21,13 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from schedlab import _core
-from schedlab.osrun.spec import OS_CLASS_KEYS, OS_KEYS, build_plan
+import schedlab._core as _core
+from schedlab.osrun import env as envmod
+from schedlab.osrun.build import build as build_result
+from schedlab.osrun.spec import NATIVE_CLASS_KEYS, NATIVE_KEYS, build_plan
 from schedlab.results import Result
-from schedlab.spec import spec_error
+from schedlab.vocabulary import spec_error
 
-__all__ = ["run", "validate", "capabilities", "Refused", "Interrupted", "OS_KEYS",
-           "OS_CLASS_KEYS", "build_plan"]
+__all__ = ["run", "validate", "capabilities", "Refused", "Interrupted", "NATIVE_KEYS",
+           "NATIVE_CLASS_KEYS", "build_plan"]
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
 
@@ -134,9 +136,6 @@ def run(spec: dict[str, Any]) -> Result:
     Raises SpecError (a ValueError naming the key, the value and what is allowed), Refused when
     the kernel forbids a policy, Interrupted when the launcher was told to stop.
     """
-    from schedlab.osrun import env as envmod
-    from schedlab.osrun.build import build
-
     plan, options = build_plan(spec)
     _core.os_check(json.dumps(plan))
     uses_dsync = any(t["io"] and "dsync" in t["io"] for t in plan["tasks"])
@@ -156,17 +155,9 @@ def run(spec: dict[str, Any]) -> Result:
         if not noise["noisy"]:
             break
     noise["attempts"] = attempts
-    result = build(raw, plan, options, spec, environment, noise)
+    result = build_result(raw, plan, options, spec, environment, noise)
     result.summary["attempts"] = len(attempts)
     result.summary["quiet_before"] = noise["gate"]["quiet"]
     result.raw = raw
     result.plan = plan
     return result
-
-
-def keys_help() -> str:
-    lines = ["spec keys of the os world:"]
-    lines += [f"  {k}: {v}" for k, v in OS_KEYS.items()]
-    lines += ["class keys:"]
-    lines += [f"  {k}: {v}" for k, v in OS_CLASS_KEYS.items()]
-    return "\n".join(lines)

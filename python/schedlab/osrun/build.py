@@ -5,6 +5,8 @@ kernel's own counter (`/proc/<pid>/schedstat` run-queue delay between the job's 
 read by the worker) plus, under a user-space dispatcher, the time the dispatcher held the worker
 stopped or ungranted. Shares are taken over the contended interval only (from the start until the
 first task finished or the time limit), against an entitlement integrated over the runnable set.
+Every common key of the summary, the class table and the share columns of the task table come
+from `schedlab.results.summarize`, the code every world's summary is computed by.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab.results import JOB_COLUMNS, Result
+import schedlab._core as _core
+from schedlab.results import JOB_COLUMNS, Result, summarize
 
 JOB_EXTRAS = ["task_job", "cpu_time", "runqueue_wait", "held", "io", "voluntary",
               "involuntary"]
@@ -30,32 +33,6 @@ def _nan(v: Any) -> float:
 def _delta(end: dict[str, Any], base: dict[str, Any], key: str) -> float:
     a, b = end.get(key), base.get(key)
     return math.nan if a is None or b is None else float(a - b)
-
-
-def jain(values: np.ndarray) -> float:
-    v = values[np.isfinite(values)]
-    if len(v) == 0 or not np.any(v):
-        return math.nan
-    return float(v.sum() ** 2 / (len(v) * (v ** 2).sum()))
-
-
-def water_fill(runnable: list[int], weight: list[float], capacity: float) -> dict[int, float]:
-    """The runnable tasks split `capacity` CPUs by weight, none above one CPU."""
-    open_ = [i for i in runnable if weight[i] > 0]
-    free = min(capacity, float(len(open_)))
-    rate: dict[int, float] = {}
-    while open_ and free > 0:
-        total = sum(weight[i] for i in open_)
-        capped = [i for i in open_ if free * weight[i] / total >= 1.0]
-        if not capped:
-            for i in open_:
-                rate[i] = free * weight[i] / total
-            break
-        for i in capped:
-            rate[i] = 1.0
-            free -= 1.0
-        open_ = [i for i in open_ if i not in capped]
-    return rate
 
 
 def _jobs_table(raw: dict[str, Any], task_class: list[int]) -> pd.DataFrame:
@@ -113,7 +90,8 @@ def _masks(plan: dict[str, Any], t_ms: float) -> list[tuple[int, ...]]:
 def _entitlement(raw: dict[str, Any], plan: dict[str, Any], weights: list[float],
                  end_ms: float) -> tuple[np.ndarray, str]:
     """Kernel runs: entitled CPU per task over [0, end_ms], integrated over the sampled runnable
-    sets (state R), water-filled over the CPUs the tasks may use."""
+    sets (state R: runnable from one sample to the next), water-filled over the CPUs the tasks
+    may use."""
     n = len(plan["tasks"])
     if any(not math.isfinite(w) for w in weights):
         return np.full(n, np.nan), "none: real-time tasks have priorities, not shares"
@@ -122,27 +100,23 @@ def _entitlement(raw: dict[str, Any], plan: dict[str, Any], weights: list[float]
         masks = _masks(plan, 0.0)
         if len(set(masks)) != 1:
             return np.full(n, np.nan), "none: tasks have different CPU masks"
-        rate = water_fill(list(range(n)), weights, len(masks[0]))
-        return (np.array([rate.get(i, 0.0) for i in range(n)]) * end_ms,
-                "assumed every task runnable (sampling off)")
+        ent = _core.entitled_from_intervals(list(range(n)), [0.0] * n, [end_ms] * n, weights,
+                                            float(len(masks[0])), (0.0, end_ms))
+        return np.asarray(ent), "assumed every task runnable (sampling off)"
     df = pd.DataFrame(s)
     df = df[df["t"] <= end_ms]
     times = sorted(df["t"].unique())
-    ent = np.zeros(n)
     if not times:
         return np.full(n, np.nan), "none: no sample in the contended interval"
-    bounds = times[1:] + [end_ms]
-    groups = {t: g for t, g in df.groupby("t")}
-    for t, t_next in zip(times, bounds, strict=True):
-        masks = _masks(plan, t)
-        if len(set(masks)) != 1:
-            return np.full(n, np.nan), "none: tasks have different CPU masks"
-        g = groups[t]
-        runnable = sorted(int(x) for x in g.loc[g["state"] == "R", "task"])
-        rate = water_fill(runnable, weights, len(masks[0]))
-        for i, r in rate.items():
-            ent[i] += r * (t_next - t)
-    return ent, "sampled runnable sets (state R), water-filled over the CPUs"
+    if any(len(set(_masks(plan, t))) != 1 for t in times):
+        return np.full(n, np.nan), "none: tasks have different CPU masks"
+    nxt = dict(zip(times, times[1:] + [end_ms], strict=True))
+    r = df[df["state"] == "R"]
+    ent = _core.entitled_from_intervals(
+        r["task"].astype(int).tolist(), r["t"].astype(float).tolist(),
+        [nxt[t] for t in r["t"]], weights, float(len(_masks(plan, times[0])[0])),
+        (times[0], end_ms))
+    return np.asarray(ent), "sampled runnable sets (state R), water-filled over the CPUs"
 
 
 def _load(raw: dict[str, Any], plan: dict[str, Any]) -> pd.DataFrame:
@@ -219,18 +193,10 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         basis = "dispatcher: runnable set at every decision, water-filled over its CPUs"
     else:
         entitled, basis = _entitlement(raw, plan, options["kernel_weights"], contended_end)
-    total_s = np.nansum(service)
-    total_e = np.nansum(entitled)
-    share = service / total_s if total_s > 0 else np.full(n, np.nan)
-    ent_share = entitled / total_e if total_e > 0 else np.full(n, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = share / ent_share
-
     rows = []
     for i, t in enumerate(rt):
         tp = tasks_plan[i]
         b, e = t["base"], t["end"]
-        mine = measured[measured["client"] == i]
         vol = _delta(e, b, "nvcsw")
         invol = _delta(e, b, "nivcsw")
         rows.append({
@@ -244,8 +210,6 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
             "priority": tp["priority"],
             "weight": options["kernel_weights"][i] if dispatcher is None else tp["weight"],
             "home_cpu": t["home_cpu"],
-            "jobs": int(len(mine)),
-            "response_mean": float(mine["response"].mean()) if len(mine) else math.nan,
             "cpu_time": _delta(e, b, "cpu_ns") / 1e6,
             "runqueue_wait": _delta(e, b, "run_delay_ns") / 1e6,
             "held": _nan(t["held_ms"]),
@@ -260,10 +224,6 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
             "sys_ms": t["stime_ms"],
             "wall_ms": t["end_ms"],
             "done_ms": _nan(t["done_ms"]),
-            "service": service[i],
-            "share": share[i],
-            "entitled": ent_share[i],
-            "share_ratio": ratio[i],
             "exit_code": t["exit_code"],
             "killed": t["killed"],
             "unfinished": t["unfinished"],
@@ -272,23 +232,12 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
             "/".join(t["rttime_limit_us"]),
             "dispatches": t["dispatches"],
         })
-    tasks = pd.DataFrame(rows)
-
-    classes = []
-    for ci, name in enumerate(class_names):
-        g = measured[measured["class"] == ci]
-        r = g["response"].to_numpy()
-        classes.append({
-            "class": name,
-            "jobs": len(g),
-            "response_mean": float(r.mean()) if len(r) else math.nan,
-            "response_p50": float(np.percentile(r, 50)) if len(r) else math.nan,
-            "response_p95": float(np.percentile(r, 95)) if len(r) else math.nan,
-            "response_p99": float(np.percentile(r, 99)) if len(r) else math.nan,
-            "wait_mean": float(g["wait"].mean()) if len(g) else math.nan,
-            "slowdown_mean": float(g["slowdown"].mean()) if len(g) else math.nan,
-        })
-    classes_df = pd.DataFrame(classes)
+    extras = pd.DataFrame(rows)
+    shares = [{"task": i, "class": class_names[tasks_plan[i]["class"]],
+               "service": float(service[i]), "entitled": float(entitled[i]),
+               "migrations": float(extras["migrations"].iloc[i]),
+               "cpu": -1 if rt[i]["home_cpu"] is None else int(rt[i]["home_cpu"])}
+              for i in range(n)]
 
     seg = raw["segments"]
     schedule = pd.DataFrame({
@@ -298,7 +247,9 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
 
     load = _load(raw, plan)
     cpus = plan["cpus"]
-    summary = _summary(raw, plan, options, measured, tasks, load, warm, basis, noise)
+    summary, classes_df, common = _summary(raw, plan, options, measured, extras, shares, load,
+                                           warm, basis, noise)
+    tasks = common.merge(extras.drop(columns=["class", "migrations"]), on="task", how="left")
     summary.update(_balance(load, plan, contended_end if raw["stopped_by_time"] else wall))
 
     env = dict(environment)
@@ -332,38 +283,31 @@ def load_series(load: pd.DataFrame) -> pd.DataFrame:
     return long[["time", "cpu", "runnable"]].reset_index(drop=True)
 
 
-def _task_cv(measured: pd.DataFrame) -> float:
-    """Coefficient of variation of the tasks' mean responses (as the simulator reports)."""
-    means = measured.groupby("client")["response"].mean()
-    return float(means.std(ddof=1) / means.mean()) if len(means) >= 2 else math.nan
-
-
-def _pct(x: np.ndarray, q: float) -> float:
-    x = x[np.isfinite(x)]
-    return float(np.percentile(x, q)) if len(x) else math.nan
-
-
 def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
-             measured: pd.DataFrame, tasks: pd.DataFrame, load: pd.DataFrame, warm: int,
-             basis: str, noise: dict[str, Any]) -> dict[str, Any]:
+             measured: pd.DataFrame, tasks: pd.DataFrame, shares: list[dict[str, Any]],
+             load: pd.DataFrame, warm: int, basis: str, noise: dict[str, Any]
+             ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """The common summary (`schedlab.results.summarize`) of the measured jobs, and the os
+    world's own keys."""
     cpus = plan["cpus"]
     wall = float(raw["wall_ms"])
-    resp = measured["response"].to_numpy(dtype=float)
-    wait = measured["wait"].to_numpy(dtype=float)
-    slow = measured["slowdown"].to_numpy(dtype=float)
     start = options["warmup_time"]
     end = float(measured["completion"].max()) if len(measured) else wall
-    window = max(end - start, 1e-9)
     busy = float(np.nansum(tasks["cpu_time"]))
-    ratios = tasks["share_ratio"].to_numpy(dtype=float)
     dispatcher = options["dispatcher"]
     d = raw["dispatcher"]
     coord = raw["coordinator"]
     worker_measure = sum(t["measure_cpu_ms"] for t in raw["tasks"])
     measure = worker_measure + coord["measure_cpu_ms"]
-    util_cpu = [math.nan] * len(cpus)
-    if not load.empty:
-        util_cpu = [float((load[f"cpu{c}"] > 0).mean()) for c in cpus]
+    # The workers' CPU time is exact; how it split over the CPUs is what the samples saw (the
+    # share of samples in which a CPU had a runnable worker), or even without samples.
+    if load.empty:
+        busy_per_cpu = [busy / len(cpus)] * len(cpus)
+    else:
+        occupied = np.array([float((load[f"cpu{c}"] > 0).mean()) for c in cpus])
+        split = occupied / occupied.sum() if occupied.sum() > 0 else \
+            np.full(len(cpus), 1 / len(cpus))
+        busy_per_cpu = [float(busy * f) for f in split]
     if dispatcher is None:
         kinds = sorted({t["sched"]["policy"] for t in plan["tasks"]})
         policy = "kernel:" + "+".join(kinds)
@@ -376,43 +320,20 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
     # Jobs whose kernel-counted wait exceeds the time they spent not running (see docs/os.md:
     # the run queue's clock can be stale after a migration to an idle CPU).
     gap = measured["response"] - (measured["wait"] + measured["cpu_time"] + measured["io"])
-    s: dict[str, Any] = {
-        "policy": policy,
-        "jobs": int(len(measured)),
-        "cpus": len(cpus),
-        "seed": options["seed"],
-        "response_mean": float(np.nanmean(resp)) if len(resp) else math.nan,
-        "response_p50": _pct(resp, 50),
-        "response_p95": _pct(resp, 95),
-        "response_p99": _pct(resp, 99),
-        "response_std": float(np.nanstd(resp)) if len(resp) else math.nan,
-        "response_max": float(np.nanmax(resp)) if len(resp) else math.nan,
-        "wait_mean": float(np.nanmean(wait)) if np.isfinite(wait).any() else math.nan,
-        "wait_p50": _pct(wait, 50),
-        "wait_p95": _pct(wait, 95),
-        "wait_p99": _pct(wait, 99),
-        "wait_std": float(np.nanstd(wait)) if np.isfinite(wait).any() else math.nan,
-        "slowdown_mean": float(np.nanmean(slow)) if np.isfinite(slow).any() else math.nan,
-        "slowdown_p99": _pct(slow, 99),
-        "throughput": len(measured) / window,
-        "utilization": busy / (wall * len(cpus)) if wall > 0 else math.nan,
-        "utilization_per_cpu": util_cpu,
+    counters = {
+        "policy": policy, "seed": options["seed"], "cpus": len(cpus),
+        "measure_start": start, "measure_end": end,
+        "busy_per_cpu": busy_per_cpu, "busy_span": wall, "busy_time": busy,
+        "work_served": float(measured["size"].sum()), "overhead_time": math.nan,
         # Samples come at a fixed period, so their mean is the time-weighted mean.
         "runnable_mean_per_cpu": [float(load[f"cpu{c}"].mean()) for c in cpus]
         if not load.empty else [math.nan] * len(cpus),
-        "task_response_cv": _task_cv(measured),
-        "context_switches": float(np.nansum(tasks["context_switches"])),
-        "migrations": float(np.nansum(tasks["migrations"])),
-        "jain_slowdown": jain(slow),
-        "jain_share": jain(ratios),
-        "arrival_rate": len(measured) / window,
-        "mean_in_system": float(np.nansum(resp)) / window,
-        "measure_start": start,
-        "measure_end": end,
-        "busy_time": busy,
-        "work_served": float(measured["size"].sum()),
-        "warmup_jobs": warm,
+        "offered_load": math.nan, "sim_time": wall, "warmup_jobs": warm,
         "unfinished": unfinished,
+    }
+    class_names = options["class_names"]
+    s, classes, common = summarize(measured, shares, class_names, counters)
+    s.update({
         # os-only keys
         "world": "os",
         "dispatcher": dispatcher or "kernel",
@@ -438,7 +359,7 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         "steal_fraction": noise["steal_fraction"],
         "missing": dict(raw["missing"]),
         "warnings": list(raw["warnings"]),
-    }
+    })
     if d is not None:
         s.update({
             "dispatcher_cpu_ms": d["cpu_ms"],
@@ -446,7 +367,7 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
             "dispatcher_decisions": d["decisions"],
             "dispatcher_switches": d["switches"],
             "dispatcher_timer_lateness_us": d["timer_lateness_us"],
-            "view": d["view"],
-            "enforce": "fifo" if d["boost"] else "stop",
+            "runqueues": d["runqueues"],
+            "enforce": d["enforce"],
         })
-    return s
+    return s, classes, common

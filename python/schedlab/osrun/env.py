@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from schedlab import _core
+import schedlab._core as _core
+from schedlab.vocabulary import KERNEL_POLICIES
 
 MISSING = "missing"
 
@@ -116,11 +117,8 @@ def record(io_dir: str | None = None) -> dict[str, Any]:
         "rt_period_us": caps["rt_period_us"],
         "rt_throttling": caps["rt_throttling"],
         "cgroup_rt_runtime_us": caps["cgroup_rt_runtime_us"],
-        "kernel_allows": {k: caps[k]["ok"] for k in
-                          ("other", "batch", "idle", "fifo", "rr", "deadline")},
-        "kernel_refuses": {k: caps[k]["reason"] for k in
-                           ("other", "batch", "idle", "fifo", "rr", "deadline")
-                           if not caps[k]["ok"]},
+        "kernel_allows": {k: caps[k]["ok"] for k in KERNEL_POLICIES},
+        "kernel_refuses": {k: caps[k]["reason"] for k in KERNEL_POLICIES if not caps[k]["ok"]},
         "loadavg": _read("/proc/loadavg"),
     })
     if io_dir:

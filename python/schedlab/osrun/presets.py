@@ -6,6 +6,9 @@
 - `pinned_start`: study 002, 7 closed-loop tasks of 250 ms started on one CPU, then released.
 - `xv6_lottery`, `xv6_priority`: study 004's test suites (sections 4.2 and 4.3) on real
   processes under the user-space dispatcher.
+
+`schedlab.worlds.translate("sim", {"policy": "kernel", **spec})` gives the simulator's model of
+any of them (or the reason there is none).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def pinned_start(think: float = 0.0, time: float = 6000.0) -> dict[str, Any]:
     """Study 002's heavy (think 0) and moderate (think 10 ms) scenarios: 7 tasks of 250 ms
     closed loops, all started on CPU 0, released to both CPUs after 500 ms."""
     spec: dict[str, Any] = {"clients": 7, "size": "det:250", "time": time, "cpus": 2,
-                            "start_pinned": [0], "release_after": 500, "sample": 10}
+                            "start_pinned": [0], "release_after": 500, "load_sample": 10}
     if think:
         spec["think"] = f"det:{think}"
     return spec
@@ -108,72 +111,3 @@ def xv6_priority(cpus: int = 1, aging: float = 0.0) -> dict[str, dict[str, Any]]
     }
     return {name: {**copy.deepcopy(base), **t} for name, t in tests.items()}
 
-
-# What models a kernel policy in the simulator (the report's sim column for an os run).
-SIM_OF_KERNEL = {
-    "other": ("cfs", {}),
-    "batch": ("cfs", {}),
-    "fifo": ("priority", {"preemptive": True}),
-    "rr": ("priority", {"preemptive": True, "quantum": 100.0}),
-    "deadline": ("edf", {}),
-}
-
-
-def sim_spec(spec: dict[str, Any]) -> dict[str, Any] | None:
-    """The simulator spec that models an os spec, or None when there is no model (idle,
-    different kernel policies in one run, I/O phases, pinned starts).
-
-    A user-space policy maps to itself, so os and sim run one algorithm. Kernel policies map
-    to their textbook model (SIM_OF_KERNEL); FIFO/RR priorities become priority classes (higher
-    rtprio runs first: priority = 99 - rtprio). A batch of N one-shot processes is N clients
-    that each run one job (jobs = N); I/O and placement have no counterpart in the simulator.
-    """
-    from schedlab.osrun.spec import NOT_IN_OS, OS_ONLY_KEYS, SHARED_KEYS
-
-    classes = spec.get("classes") or [{}]
-    io_keys = ("io", "bursts", "start_pinned", "release_after", "affinity")
-    if any(k in spec for k in io_keys) or any(k in c for c in classes for k in io_keys):
-        return None
-    out: dict[str, Any] = {k: copy.deepcopy(v) for k, v in spec.items()
-                           if k in SHARED_KEYS and k not in NOT_IN_OS}
-    policy = spec.get("policy") or (spec.get("dispatcher") if spec.get("dispatcher") != "kernel"
-                                    else None)
-    kernel = {c.get("sched", spec.get("sched", "other")) for c in classes}
-    if policy is None:
-        if len(kernel) != 1 or next(iter(kernel)) not in SIM_OF_KERNEL:
-            return None
-        name, params = SIM_OF_KERNEL[next(iter(kernel))]
-        out["policy"] = name
-        if params:
-            out["params"] = dict(params)
-    else:
-        out["policy"] = policy
-    new_classes = []
-    for c in classes:
-        nc = {k: v for k, v in c.items() if k in ("name", "fraction", "size", "priority",
-                                                  "tickets", "weight", "nice", "clients")}
-        if "think" in c:
-            return None  # per-class think time has no simulator key
-        sched = c.get("sched", spec.get("sched"))
-        if policy is None and sched in ("fifo", "rr"):
-            nc["priority"] = 99 - c.get("rtprio", spec.get("rtprio", 1))
-        if policy is None and sched == "deadline":
-            nc["deadline"] = c.get("deadline", spec.get("deadline"))
-        if "batch" in c:
-            nc["clients"] = c["batch"]
-        new_classes.append(nc)
-    if "batch" in spec:
-        out["clients"] = spec["batch"]
-    n_batch = spec.get("batch", 0) + sum(c.get("batch", 0) for c in classes)
-    if n_batch:
-        out["jobs"] = n_batch
-    if spec.get("classes"):
-        out["classes"] = new_classes
-    if isinstance(out.get("cpus"), list):
-        out["cpus"] = len(out["cpus"])
-    out.setdefault("think", "det:0")
-    for k in OS_ONLY_KEYS:
-        out.pop(k, None)
-    if out.get("clients") is None and not any("clients" in c for c in new_classes):
-        return None
-    return out

@@ -1,4 +1,5 @@
-"""The os world's spec: simulator keys where the meaning is the same, os keys for the rest.
+"""The os world's spec: the vocabulary's keys (`schedlab.vocabulary`) that real processes can
+honour; `schedlab.worlds.os` says how the os world reads every other key.
 
 `build_plan(spec)` checks a spec dict and spells out every task (one real process each) for the
 Rust coordinator. Errors name the key, the value and what is allowed (SpecError, exit 2).
@@ -10,127 +11,40 @@ import math
 import os
 from typing import Any
 
-from schedlab.spec import find_policy, spec_error
+import schedlab._core as _core
+from schedlab.vocabulary import (
+    KERNEL,
+    KERNEL_POLICIES,
+    cpu_list,
+    find_policy,
+    param_value,
+    spec_error,
+)
 
-KERNEL_POLICIES = ("other", "batch", "idle", "fifo", "rr", "deadline")
-
-# Keys shared with the simulator, with the same meaning.
-SHARED_KEYS: dict[str, str] = {
-    "policy": "a schedlab policy run by the user-space dispatcher (absent: the kernel schedules)",
-    "params": "policy parameters, e.g. {quantum = 10} (ms)",
-    "size": "CPU demand per job, a distribution in ms of the worker's own CPU time; default exp:1",
-    "jobs": "jobs in all, split evenly over the tasks (closed loops); or use time",
-    "time": "stop after this many ms: no new job starts, running ones are abandoned",
-    "warmup": "jobs discarded at the start (by arrival order)",
-    "warmup_time": "jobs arriving before this time (ms) are discarded",
-    "cpus": "CPUs to use: a count (the first N this process may use) or a list of CPU numbers",
-    "seed": "random seed of sizes, think and I/O times, lottery draws; default 1",
-    "clients": "closed workload: number of worker processes, each thinks then runs one job",
-    "think": "think time between a process's jobs, a distribution in ms; default none",
-    "classes": "task classes (see OS_CLASS_KEYS)",
-    "keep_jobs": "return the per-job table; default true",
-}
-
-# Keys of the os world only.
-OS_ONLY_KEYS: dict[str, str] = {
-    "world": "os (accepted so an experiment file's table can be passed as it is)",
-    "dispatcher": "kernel, or a schedlab policy name (the same as policy = NAME)",
-    "sched": "kernel policy: other, batch, idle, fifo, rr, deadline; default other",
-    "nice": "nice value -20..19 for other and batch",
-    "rtprio": "real-time priority 1..98 for fifo and rr",
-    "runtime": "SCHED_DEADLINE runtime (ms)",
-    "deadline": "SCHED_DEADLINE relative deadline (ms); the same key as edf's deadline",
-    "period": "SCHED_DEADLINE period (ms); default the deadline",
-    "affinity": "CPUs the tasks may run on: a list, or text like '0-1' or '0,2'",
-    "start_pinned": "CPUs the tasks are confined to from the start until release_after",
-    "release_after": "ms after the start at which pinned tasks get their full affinity",
-    "io": "I/O after each CPU burst: dsync:BYTES (O_DSYNC write) or sleep:DIST (blocking wait)",
-    "bursts": "CPU bursts per job (mixed work: bursts alternate with I/O); default 1",
-    "batch": "a batch of one-shot processes, one job each (10, 100, 1000...), instead of clients",
-    "rttime": "RLIMIT_RTTIME of fifo/rr workers (ms of CPU without blocking); default derived",
-    "hard_timeout": "kill every worker after this many ms; default derived from the work",
-    "sample": "placement sampling period (ms); 0 turns it off; default max(20, tasks / 2)",
-    "view": "dispatcher: global (one policy for all CPUs) or per_cpu (xv6-style); default global",
-    "enforce": "dispatcher: stop (SIGSTOP/SIGCONT, workers stay SCHED_OTHER) or fifo (the same, "
-               "and the workers run at SCHED_FIFO 1 so the chosen one beats foreign load); "
-               "default stop",
-    "job_counters": "read run-queue wait and migrations at every job's end; default true",
-    "io_dir": "directory for O_DSYNC files (a real file system); default /var/tmp",
-    "quiet_wait": "noise gate: wait up to this many ms for a quiet machine before starting; "
-                  "default 5000",
-    "noise_threshold": "noise gate: fraction of the CPUs used by others that flags a trial noisy; "
-                       "default 0.1",
-    "retry_noisy": "rerun a trial flagged noisy up to this many times; default 0",
-    "pretend_missing": "testing: counters to treat as absent (schedstat, sched)",
-}
-
-OS_KEYS: dict[str, str] = {**SHARED_KEYS, **OS_ONLY_KEYS}
-
-OS_CLASS_KEYS: dict[str, str] = {
-    "name": "label of the class; default its index",
-    "fraction": "share of the clients or batch given to this class; default equal",
-    "clients": "processes of this class (closed loops)",
-    "batch": "one-shot processes of this class",
-    "size": "CPU demand per job; default the global size",
-    "think": "think time; default the global think",
-    "priority": "priority for the priority/mlfq dispatcher (lower runs first); default 0",
-    "tickets": "lottery or stride tickets; default 1",
-    "weight": "share weight (entitlement under gps/cfs); default 1, or from nice",
-    "nice": "nice value (kernel policies other and batch)",
-    "sched": "kernel policy of this class",
-    "rtprio": "real-time priority (fifo, rr)",
-    "runtime": "SCHED_DEADLINE runtime (ms)",
-    "deadline": "SCHED_DEADLINE relative deadline (ms)",
-    "period": "SCHED_DEADLINE period (ms)",
-    "affinity": "CPUs of this class",
-    "start_pinned": "CPUs this class starts confined to",
-    "release_after": "ms until this class is released from start_pinned",
-    "io": "I/O of this class",
-    "bursts": "CPU bursts per job of this class",
-    "rttime": "RLIMIT_RTTIME of this class (ms)",
-}
-
-# Simulator keys the os world cannot honour, and why.
-NOT_IN_OS = {
-    "arrival": "the os world runs closed loops (clients, think) or a batch, not open arrivals",
-    "load": "the os world runs closed loops (clients, think) or a batch, not open arrivals",
-    "trace": "traces are not replayed on real processes yet",
-    "context_switch": "real context switches cost what they cost; they are measured",
-    "allow_unstable": "the os world has no open arrivals",
-    "keep_schedule": "the os world always returns the dispatcher's segments",
-}
+# The keys the os world reads (their meaning, unit and help: `schedlab.vocabulary`). Without
+# `policy` (or with policy = kernel) the kernel schedules the processes; with a schedlab
+# policy, the user-space dispatcher does.
+NATIVE_KEYS = frozenset({
+    "policy", "params", "sched", "nice", "rtprio", "runtime", "deadline", "period", "size",
+    "jobs", "time", "clients", "think", "batch", "classes", "bursts", "io", "cpus", "runqueues",
+    "affinity", "start_pinned", "release_after", "enforce", "seed", "warmup", "warmup_time",
+    "hard_timeout", "rttime", "job_counters", "io_dir", "quiet_wait", "noise_threshold",
+    "retry_noisy", "pretend_missing", "keep_jobs", "load_sample"})
+NATIVE_CLASS_KEYS = frozenset({
+    "name", "fraction", "clients", "batch", "size", "think", "priority", "tickets", "weight",
+    "nice", "sched", "rtprio", "runtime", "deadline", "period", "affinity", "start_pinned",
+    "release_after", "io", "bursts", "rttime"})
 
 PER_CLASS_OS = ("sched", "nice", "rtprio", "runtime", "deadline", "period", "affinity",
                 "start_pinned", "release_after", "io", "bursts", "rttime", "think", "size")
 
-
-def parse_cpu_list(value: Any) -> list[int]:
-    """A CPU list from [0, 1], 1, '0-1' or '0,2'; ValueError when it is none of these."""
-    if isinstance(value, bool):
-        raise ValueError(value)
-    if isinstance(value, int):
-        return [value]
-    if isinstance(value, str):
-        out: list[int] = []
-        for part in value.split(","):
-            part = part.strip()
-            if "-" in part:
-                lo, hi = part.split("-")
-                out.extend(range(int(lo), int(hi) + 1))
-            elif part:
-                out.append(int(part))
-        return out
-    if isinstance(value, list | tuple):
-        if any(isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v
-               for v in value):
-            raise ValueError(value)
-        return [int(v) for v in value]
-    raise ValueError(value)
+# The dispatcher's runqueues (the kernel keeps its own per-CPU ones).
+RUNQUEUES = ("global", "per-cpu")
 
 
 def _cpu_list(key: str, value: Any, allowed_cpus: list[int]) -> list[int]:
     try:
-        out = parse_cpu_list(value)
+        out = cpu_list(value)
     except ValueError:
         raise spec_error(key, value, "a CPU list like [0, 1], '0-1' or '0,2'") from None
     bad = [c for c in out if c not in allowed_cpus]
@@ -154,8 +68,6 @@ def _number(key: str, value: Any, lo: float | None = None, integer: bool = False
 
 
 def _dist(key: str, value: Any) -> str:
-    from schedlab import _core
-
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = f"det:{value}"
     if not isinstance(value, str):
@@ -165,8 +77,6 @@ def _dist(key: str, value: Any) -> str:
 
 
 def _dist_mean(text: str) -> float:
-    from schedlab import _core
-
     return float(_core.parse_dist(text, "dist")["mean"])
 
 
@@ -209,23 +119,16 @@ def _split(n: int, fractions: list[float]) -> list[int]:
 
 
 def _dispatcher(spec: dict[str, Any]) -> str | None:
-    policy = spec.get("policy")
-    disp = spec.get("dispatcher")
-    if disp is not None and not isinstance(disp, str):
-        raise spec_error("dispatcher", disp, "kernel or a schedlab policy name")
-    if disp == "kernel":
-        if policy is not None and policy != "kernel":
-            raise spec_error("policy", policy, "nothing when dispatcher = kernel (the kernel "
-                             "policy is the key sched)")
+    """The schedlab policy the user-space dispatcher runs; None: the kernel schedules."""
+    name = spec.get("policy")
+    if name is None or name == KERNEL:
         return None
-    name = disp or policy
-    if name is None or name == "kernel":
-        return None
-    if policy is not None and disp is not None and policy != disp:
-        raise spec_error("dispatcher", disp, f"the same as policy ({policy}), or absent")
     if str(name).lower() in KERNEL_POLICIES and str(name).lower() not in ("rr",):
         raise spec_error("policy", name, "a schedlab policy; kernel policies go in the key sched")
-    return find_policy(str(name))["name"]
+    info = find_policy(str(name))
+    params = {k: param_value(k, v) for k, v in (spec.get("params") or {}).items()}
+    _core.check_discrete(str(name), params or None, _core.DISPATCH_FLUID_REFUSED)
+    return info["name"]
 
 
 def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -233,13 +136,17 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     if not isinstance(spec, dict):
         raise spec_error("spec", spec, "a table of keys")
     spec = dict(spec)
-    for key in spec:
-        if key in NOT_IN_OS:
-            raise spec_error(key, spec[key], f"nothing: {NOT_IN_OS[key]}")
-        if key not in OS_KEYS:
-            raise spec_error(key, spec[key], f"an os key: {', '.join(OS_KEYS)}")
-    if spec.get("world", "os") != "os":
-        raise spec_error("world", spec["world"], "os")
+    policy = spec.get("policy")
+    names: set[str] = set()
+    if policy is not None and policy != KERNEL:
+        names = {p["name"] for p in find_policy(str(policy))["params"]}
+    for key in list(spec):
+        if key in names and key not in NATIVE_KEYS:
+            spec.setdefault("params", {})
+            spec["params"] = {**spec["params"], key: spec.pop(key)}
+        elif key not in NATIVE_KEYS:
+            known = sorted(NATIVE_KEYS | names)
+            raise spec_error(key, spec[key], f"an os-world key: {', '.join(known)}")
     allowed = usable_cpus()
     cpus_v = spec.get("cpus", len(allowed))
     if isinstance(cpus_v, int) and not isinstance(cpus_v, bool):
@@ -257,25 +164,24 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         raise spec_error("params", params, "nothing under the kernel (params belong to a "
                          "schedlab policy: set policy)")
     if dispatcher is not None:
-        from schedlab.spec import _param_value
-
         info = find_policy(dispatcher)
         names = {p["name"] for p in info["params"]}
         for k, v in params.items():
             if k not in names:
                 raise spec_error(k, v, f"a parameter of policy {dispatcher}: "
                                  f"{', '.join(sorted(names)) or 'none'}")
-        params = {k: _param_value(k, v) for k, v in params.items()}
-    for key in ("view", "enforce"):
+        params = {k: param_value(k, v) for k, v in params.items()}
+    for key in ("runqueues", "enforce"):
         if key in spec and dispatcher is None:
-            raise spec_error(key, spec[key], "nothing under the kernel: it is a dispatcher key")
-    view = spec.get("view", "global")
-    if view not in ("global", "per_cpu"):
-        raise spec_error("view", view, "global or per_cpu")
+            raise spec_error(key, spec[key], "nothing under the kernel: it is a key of the "
+                             "user-space dispatcher (the kernel has its own runqueues)")
+    runqueues = spec.get("runqueues", "global")
+    if runqueues not in RUNQUEUES:
+        raise spec_error("runqueues", runqueues, " or ".join(RUNQUEUES))
     enforce = spec.get("enforce", "stop")
     if enforce not in ("stop", "fifo"):
         raise spec_error("enforce", enforce, "stop or fifo")
-    boost = enforce == "fifo"
+    fifo = enforce == "fifo"
 
     seed = int(_number("seed", spec.get("seed", 1), lo=0, integer=True))
     time_ = spec.get("time")
@@ -289,9 +195,9 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         raise spec_error("classes", classes_in, "a list of tables")
     for i, c in enumerate(classes_in):
         for k in c:
-            if k not in OS_CLASS_KEYS:
+            if k not in NATIVE_CLASS_KEYS:
                 raise spec_error(f"classes[{i}].{k}", c[k],
-                                 f"a class key: {', '.join(OS_CLASS_KEYS)}")
+                                 f"a class key: {', '.join(sorted(NATIVE_CLASS_KEYS))}")
 
     # How many processes of each class.
     n_classes = len(classes_in)
@@ -366,7 +272,8 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             weight = _number(f"classes[{ci}].weight", weight, lo=1e-12, allowed="a number > 0")
         else:
             # As in the simulator: 1, or the kernel's weight of the nice value / 1024.
-            weight = NICE_WEIGHTS[nice + 20] / 1024 if ("nice" in c or "nice" in spec) else 1.0
+            weight = (_core.nice_to_weight(nice)
+                      if ("nice" in c or "nice" in spec) else 1.0)
         kernel_weight = _kernel_weight(sched, nice)
         sched_plan: dict[str, Any] = {"policy": sched, "nice": nice}
         if sched in ("fifo", "rr"):
@@ -458,13 +365,13 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         if any(t["io"] and "dsync" in t["io"] for t in tasks):
             hard += 60_000
     hard = _number("hard_timeout", hard, lo=1, allowed="a number > 0 (ms)")
-    if boost:
+    if fifo:
         # enforce = fifo makes every worker an RT task: bound each one too.
         for t in tasks:
             t["rttime_us"] = int(1000 * (rttime_of.get(t["class"]) or hard))
     # Each sample reads /proc/<pid>/stat of every task: keep its cost near 1% of a CPU.
-    sample = spec.get("sample", max(20.0, 0.5 * n_tasks))
-    sample = _number("sample", sample, lo=0, allowed="a number >= 0 (ms)")
+    sample = spec.get("load_sample", max(20.0, 0.5 * n_tasks))
+    sample = _number("load_sample", sample, lo=0, allowed="a number >= 0 (ms)")
     io_dir = spec.get("io_dir", "/var/tmp")
     if any(t["io"] and "dsync" in t["io"] for t in tasks) and not os.path.isdir(io_dir):
         raise spec_error("io_dir", io_dir, "an existing directory")
@@ -487,8 +394,8 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "dispatcher": None if dispatcher is None else {
             "policy": dispatcher,
             "params": params,
-            "view": view,
-            "boost": boost,
+            "runqueues": runqueues,
+            "enforce": enforce,
             "seed": seed,
         },
     }
@@ -509,22 +416,11 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return plan, options
 
 
-# The kernel's nice-to-weight table (kernel/sched/core.c sched_prio_to_weight), and the weight
-# of SCHED_IDLE tasks (WEIGHT_IDLEPRIO).
-NICE_WEIGHTS = [
-    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
-    9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277,
-    1024, 820, 655, 526, 423, 335, 272, 215, 172, 137,
-    110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
-]
-WEIGHT_IDLEPRIO = 3
-
-
 def _kernel_weight(sched: str, nice: int) -> float:
     """CFS weight of a task: from nice for other and batch, 3 for idle; NaN for RT (strict
     priority: no proportional entitlement)."""
     if sched in ("other", "batch"):
-        return float(NICE_WEIGHTS[nice + 20])
+        return _core.kernel_weight(nice)
     if sched == "idle":
-        return float(WEIGHT_IDLEPRIO)
+        return float(_core.WEIGHT_IDLEPRIO)
     return math.nan

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from schedlab.report.plots import PLOTTERS, Context, Plot, plt
-from schedlab.sweep import load_results
+from schedlab.store import load_results
 
 __all__ = ["make_report", "world_gap", "share_gap"]
 

@@ -20,7 +20,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use schedlab_sim::dist::Dist;
+use schedlab_model::dist::Dist;
 
 use super::{LoadConfig, Progress, Rec, ERR_CLOSED, ERR_CONNECT, ERR_PROTOCOL, ERR_TIMEOUT};
 use crate::clock::now_ns;

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{ms_since, now_ns};
 use engine::{Arrivals, Engine, Plan, ThreadPlan};
-use schedlab_sim::dist::Dist;
-use schedlab_sim::SpecError;
+use schedlab_model::dist::Dist;
+use schedlab_model::SpecError;
 pub use workload::{BurstGroup, ClassSpec, TargetSpec, Workload};
 
 pub const ERR_CONNECT: u8 = 1;

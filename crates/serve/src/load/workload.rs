@@ -7,7 +7,7 @@ use rand::Rng;
 use rand_distr::Zipf;
 use serde::{Deserialize, Serialize};
 
-use schedlab_sim::SpecError;
+use schedlab_model::SpecError;
 
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
     SpecError {
@@ -295,7 +295,7 @@ impl Workload {
 /// `n` seeded draws of a distribution written in the simulator's syntax (catalogue sizes).
 pub fn sample_dist(key: &str, text: &str, n: usize, seed: u64) -> Result<Vec<f64>, SpecError> {
     use rand::SeedableRng;
-    let d = schedlab_sim::dist::Dist::parse(key, text)?;
+    let d = schedlab_model::dist::Dist::parse(key, text)?;
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
     Ok((0..n).map(|_| d.sample(&mut rng)).collect())
 }

@@ -10,7 +10,6 @@ mod windows;
 
 use schedlab_policy::JobId;
 
-use crate::spec::SimSpec;
 use crate::SpecError;
 
 pub const NAMES: &[&str] = &["none", "linux", "windows", "steal"];
@@ -32,19 +31,23 @@ pub struct Settings {
     pub imbalance: f64,
 }
 
+/// The balancer keys of a spec, as given.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Given<'a> {
+    pub balancer: Option<&'a str>,
+    pub balance_interval: Option<f64>,
+    pub balance_interval_max: Option<f64>,
+    pub imbalance: Option<f64>,
+}
+
 impl Settings {
-    pub fn parse(spec: &SimSpec) -> Result<Settings, SpecError> {
+    pub fn parse(spec: Given) -> Result<Settings, SpecError> {
         let bad = |key: &str, value: String, allowed: &str| SpecError {
             key: key.into(),
             value,
             allowed: allowed.into(),
         };
-        let kind = match spec
-            .balancer
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
+        let kind = match spec.balancer.map(str::to_ascii_lowercase).as_deref() {
             None | Some("none") => Kind::None,
             Some("linux") => Kind::Linux,
             Some("windows") => Kind::Windows,

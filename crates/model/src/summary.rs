@@ -1,0 +1,624 @@
+//! The run summary, computed by one piece of code for every world (DESIGN.md "Results").
+//!
+//! A run yields a per-job table (one row per measured job, in completion order), a per-task
+//! table (CPU received and entitled per closed client or thread) and a few counters only the
+//! world can keep (busy time per CPU, the measured window, events). [`summarize`] turns those
+//! into the [`Summary`], the class table and the task table. The simulator does not store the
+//! per-job table unless asked: it streams each job into the same [`Summarizer`] as it
+//! completes, so its summary equals `summarize` of its table with its counters key by key
+//! (the HdrHistogram's 3 significant digits take over from exact quantiles past 4M jobs, in
+//! both). Arrivals, completions and the time jobs spend in the system inside the window are
+//! counters too: the simulator counts them as events happen (unfinished and warm-up jobs
+//! included); a world that cannot gives none, and `summarize` takes them from the table,
+//! which agrees when every job that arrived in the window also completed in it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{jain, Moments, Quantiles};
+
+/// The quantiles every summary reports.
+pub const PERCENTILES: [f64; 3] = [0.5, 0.95, 0.99];
+
+/// One measured job, as the summary sees it. Counts are f64 so that a world that could not
+/// read them says NaN.
+#[derive(Clone, Copy, Debug)]
+pub struct JobRow {
+    /// The task (closed client, thread) that submitted it; negative: a one-job task.
+    pub client: i64,
+    pub class: u32,
+    pub arrival: f64,
+    pub completion: f64,
+    pub size: f64,
+    /// Time runnable but not running (NaN: not measured).
+    pub wait: f64,
+    pub response: f64,
+    /// Response over size (NaN: no size known).
+    pub slowdown: f64,
+    pub context_switches: f64,
+    pub migrations: f64,
+}
+
+/// The per-job table, column by column (handed to numpy/pandas without copies per row).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct JobTable {
+    pub job: Vec<u64>,
+    pub client: Vec<i64>,
+    pub class: Vec<u32>,
+    pub cpu: Vec<i32>,
+    pub arrival: Vec<f64>,
+    pub first_run: Vec<f64>,
+    pub completion: Vec<f64>,
+    pub size: Vec<f64>,
+    pub wait: Vec<f64>,
+    pub response: Vec<f64>,
+    pub slowdown: Vec<f64>,
+    pub context_switches: Vec<f64>,
+    pub migrations: Vec<f64>,
+}
+
+impl JobTable {
+    pub fn len(&self) -> usize {
+        self.response.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.response.is_empty()
+    }
+
+    pub fn row(&self, i: usize) -> JobRow {
+        JobRow {
+            client: self.client[i],
+            class: self.class[i],
+            arrival: self.arrival[i],
+            completion: self.completion[i],
+            size: self.size[i],
+            wait: self.wait[i],
+            response: self.response[i],
+            slowdown: self.slowdown[i],
+            context_switches: self.context_switches[i],
+            migrations: self.migrations[i],
+        }
+    }
+}
+
+/// What a world measured of each task: CPU received and entitled over the measured interval.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TaskInput {
+    pub task: u32,
+    pub class: String,
+    pub service: f64,
+    pub entitled: f64,
+    pub migrations: f64,
+    /// The CPU it ran on last (-1: none or unknown).
+    pub cpu: i32,
+}
+
+/// Per task: its jobs' mean response, and the CPU share it received over the measured
+/// interval against the share its weight or tickets entitle it to among the tasks runnable at
+/// each instant (each task at most one CPU).
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskRow {
+    pub task: u32,
+    pub class: String,
+    pub jobs: u64,
+    pub response_mean: f64,
+    pub migrations: f64,
+    pub cpu: i32,
+    pub service: f64,
+    pub share: f64,
+    pub entitled: f64,
+    pub share_ratio: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassRow {
+    pub class: String,
+    pub jobs: u64,
+    pub response_mean: f64,
+    pub response_p50: f64,
+    pub response_p95: f64,
+    pub response_p99: f64,
+    pub wait_mean: f64,
+    pub slowdown_mean: f64,
+}
+
+/// What only the world can measure; everything else comes from the tables.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counters {
+    pub policy: String,
+    pub seed: u64,
+    pub cpus: u32,
+    /// The measured interval (ms).
+    pub measure_start: f64,
+    pub measure_end: f64,
+    /// Busy time of each CPU over `busy_span` ms: utilisation = busy / span.
+    pub busy_per_cpu: Vec<f64>,
+    pub busy_span: f64,
+    /// CPU time spent on work over the whole run, and the work served (conservation).
+    pub busy_time: f64,
+    pub work_served: f64,
+    pub overhead_time: f64,
+    pub runnable_mean_per_cpu: Vec<f64>,
+    pub offered_load: f64,
+    /// Length of the run (ms).
+    pub sim_time: f64,
+    pub warmup_jobs: u64,
+    pub unfinished: u64,
+    /// Events the world processed (the simulator's; None where a world counts none).
+    pub events: Option<u64>,
+    /// Batch means: measured jobs per batch (0: none).
+    pub batch_size: u64,
+    /// Counts a world keeps as events happen; None: counted from the per-job table.
+    pub arrivals_in_window: Option<u64>,
+    pub completions_in_window: Option<u64>,
+    /// Integral of the number of jobs present over the measured interval; None: the measured
+    /// jobs' time inside the interval, from the table.
+    pub in_system_area: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub policy: String,
+    pub jobs: u64,
+    pub cpus: u32,
+    pub seed: u64,
+    pub response_mean: f64,
+    pub response_p50: f64,
+    pub response_p95: f64,
+    pub response_p99: f64,
+    pub response_std: f64,
+    pub response_max: f64,
+    pub wait_mean: f64,
+    pub wait_p50: f64,
+    pub wait_p95: f64,
+    pub wait_p99: f64,
+    pub wait_std: f64,
+    pub slowdown_mean: f64,
+    pub slowdown_p99: f64,
+    pub throughput: f64,
+    pub utilization: f64,
+    pub utilization_per_cpu: Vec<f64>,
+    pub context_switches: f64,
+    pub migrations: f64,
+    /// Time-averaged runnable jobs (queued or running) of each runqueue.
+    pub runnable_mean_per_cpu: Vec<f64>,
+    /// Coefficient of variation of the tasks' mean responses (NaN without two tasks).
+    pub task_response_cv: f64,
+    pub jain_slowdown: f64,
+    /// Jain's index over per-task share / entitlement (NaN without tasks).
+    pub jain_share: f64,
+    pub offered_load: f64,
+    pub arrival_rate: f64,
+    /// Time-averaged number of jobs in the system over the measured interval.
+    pub mean_in_system: f64,
+    pub measure_start: f64,
+    pub measure_end: f64,
+    pub sim_time: f64,
+    /// CPU time spent on work, over the whole run (conservation: equals work_served).
+    pub busy_time: f64,
+    /// Work completed plus work done on jobs still present at the end.
+    pub work_served: f64,
+    pub overhead_time: f64,
+    pub warmup_jobs: u64,
+    pub unfinished: u64,
+    pub events: Option<u64>,
+    /// Mean response of each batch of measured jobs, in completion order (key `batches`).
+    pub response_batch_means: Vec<f64>,
+}
+
+/// Per class: moments, and quantiles when there is more than one class.
+#[derive(Default)]
+struct ClassStats {
+    response: Moments,
+    wait: Moments,
+    slowdown: Moments,
+    quantiles: Quantiles,
+}
+
+/// The streaming half of the summary: one `add` per measured job, in completion order.
+pub struct Summarizer {
+    response: Moments,
+    wait: Moments,
+    slowdown: Moments,
+    q_response: Quantiles,
+    q_wait: Quantiles,
+    q_slowdown: Quantiles,
+    classes: Vec<ClassStats>,
+    class_names: Vec<String>,
+    /// Per-class quantiles are kept only when there are several classes.
+    multi: bool,
+    /// Per task (closed client): its measured jobs and their mean response.
+    tasks: Vec<(u64, f64)>,
+    context_switches: f64,
+    migrations: f64,
+    counted_switches: bool,
+    counted_migrations: bool,
+    batch_size: u64,
+    batch: Moments,
+    batch_means: Vec<f64>,
+}
+
+#[inline]
+fn add_finite(m: &mut Moments, q: Option<&mut Quantiles>, x: f64) {
+    if x.is_finite() {
+        m.add(x);
+        if let Some(q) = q {
+            q.record(x);
+        }
+    }
+}
+
+impl Summarizer {
+    /// `class_names` indexed by `JobRow::class`; `batch_size` measured jobs per batch mean
+    /// (0: none).
+    pub fn new(class_names: Vec<String>, batch_size: u64) -> Summarizer {
+        Summarizer {
+            response: Moments::default(),
+            wait: Moments::default(),
+            slowdown: Moments::default(),
+            q_response: Quantiles::default(),
+            q_wait: Quantiles::default(),
+            q_slowdown: Quantiles::default(),
+            classes: class_names.iter().map(|_| ClassStats::default()).collect(),
+            multi: class_names.len() > 1,
+            class_names,
+            tasks: Vec::new(),
+            context_switches: 0.0,
+            migrations: 0.0,
+            counted_switches: false,
+            counted_migrations: false,
+            batch_size,
+            batch: Moments::default(),
+            batch_means: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub fn add(&mut self, j: &JobRow) {
+        self.response.add(j.response);
+        self.q_response.record(j.response);
+        // One test for the common row (every column known; NaN or inf poisons the sum), so
+        // that the simulator pays for the server's unknown columns only when it has them.
+        let known = (j.wait + j.slowdown + j.context_switches + j.migrations).is_finite();
+        if known {
+            self.wait.add(j.wait);
+            self.q_wait.record(j.wait);
+            self.slowdown.add(j.slowdown);
+            self.q_slowdown.record(j.slowdown);
+            self.context_switches += j.context_switches;
+            self.migrations += j.migrations;
+            self.counted_switches = true;
+            self.counted_migrations = true;
+        } else {
+            add_finite(&mut self.wait, Some(&mut self.q_wait), j.wait);
+            add_finite(&mut self.slowdown, Some(&mut self.q_slowdown), j.slowdown);
+            if j.context_switches.is_finite() {
+                self.context_switches += j.context_switches;
+                self.counted_switches = true;
+            }
+            if j.migrations.is_finite() {
+                self.migrations += j.migrations;
+                self.counted_migrations = true;
+            }
+        }
+        if self.batch_size > 0 {
+            self.batch.add(j.response);
+            if self.batch.n == self.batch_size {
+                self.batch_means.push(self.batch.mean);
+                self.batch = Moments::default();
+            }
+        }
+        let c = j.class as usize;
+        if c >= self.classes.len() {
+            self.classes.resize_with(c + 1, ClassStats::default);
+        }
+        let cs = &mut self.classes[c];
+        cs.response.add(j.response);
+        if known {
+            cs.wait.add(j.wait);
+            cs.slowdown.add(j.slowdown);
+        } else {
+            add_finite(&mut cs.wait, None, j.wait);
+            add_finite(&mut cs.slowdown, None, j.slowdown);
+        }
+        if self.multi {
+            cs.quantiles.record(j.response);
+        }
+        if j.client >= 0 {
+            let t = j.client as usize;
+            if t >= self.tasks.len() {
+                self.tasks.resize(t + 1, (0, 0.0));
+            }
+            let (n, mean) = &mut self.tasks[t];
+            *n += 1;
+            *mean += (j.response - *mean) / *n as f64;
+        }
+    }
+
+    /// The measured jobs so far.
+    pub fn jobs(&self) -> u64 {
+        self.response.n
+    }
+
+    /// The summary, the class table and the task table. `counters` must have every count
+    /// resolved (see [`summarize`] for a world that has none of its own).
+    pub fn finish(
+        mut self,
+        counters: &Counters,
+        tasks: &[TaskInput],
+    ) -> (Summary, Vec<ClassRow>, Vec<TaskRow>) {
+        let c = counters;
+        let window = c.measure_end - c.measure_start;
+        let per_window = |x: f64| if window > 0.0 { x / window } else { f64::NAN };
+        let qr = self.q_response.quantiles(&PERCENTILES);
+        let qw = self.q_wait.quantiles(&PERCENTILES);
+        let qs = self.q_slowdown.quantiles(&[0.99]);
+        let utilization_per_cpu: Vec<f64> = c
+            .busy_per_cpu
+            .iter()
+            .map(|b| {
+                if c.busy_span > 0.0 {
+                    b / c.busy_span
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect();
+        let utilization = if utilization_per_cpu.is_empty() {
+            f64::NAN
+        } else {
+            utilization_per_cpu.iter().sum::<f64>() / utilization_per_cpu.len() as f64
+        };
+        let task_rows = self.task_rows(tasks);
+        let mut task_means = Moments::default();
+        for &(n, mean) in &self.tasks {
+            if n > 0 {
+                task_means.add(mean);
+            }
+        }
+        let task_response_cv = if task_means.n >= 2 {
+            task_means.std() / task_means.mean
+        } else {
+            f64::NAN
+        };
+        let jain_share = if task_rows.is_empty() {
+            f64::NAN
+        } else {
+            jain(task_rows.iter().map(|t| t.share_ratio))
+        };
+        let count = |counted: bool, x: f64| {
+            if counted || self.response.n == 0 {
+                x
+            } else {
+                f64::NAN
+            }
+        };
+        let multi = self.multi;
+        let classes = self
+            .classes
+            .iter_mut()
+            .enumerate()
+            .map(|(i, s)| {
+                let q = if multi {
+                    s.quantiles.quantiles(&PERCENTILES)
+                } else {
+                    qr.clone()
+                };
+                ClassRow {
+                    class: self
+                        .class_names
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| i.to_string()),
+                    jobs: s.response.n,
+                    response_mean: s.response.mean_or_nan(),
+                    response_p50: q[0],
+                    response_p95: q[1],
+                    response_p99: q[2],
+                    wait_mean: s.wait.mean_or_nan(),
+                    slowdown_mean: s.slowdown.mean_or_nan(),
+                }
+            })
+            .collect();
+        let summary = Summary {
+            policy: c.policy.clone(),
+            jobs: self.response.n,
+            cpus: c.cpus,
+            seed: c.seed,
+            response_mean: self.response.mean_or_nan(),
+            response_p50: qr[0],
+            response_p95: qr[1],
+            response_p99: qr[2],
+            response_std: self.response.std(),
+            response_max: self.response.max_or_nan(),
+            wait_mean: self.wait.mean_or_nan(),
+            wait_p50: qw[0],
+            wait_p95: qw[1],
+            wait_p99: qw[2],
+            wait_std: self.wait.std(),
+            slowdown_mean: self.slowdown.mean_or_nan(),
+            slowdown_p99: qs[0],
+            throughput: per_window(c.completions_in_window.unwrap_or(0) as f64),
+            utilization,
+            utilization_per_cpu,
+            context_switches: count(self.counted_switches, self.context_switches),
+            migrations: count(self.counted_migrations, self.migrations),
+            runnable_mean_per_cpu: c.runnable_mean_per_cpu.clone(),
+            task_response_cv,
+            jain_slowdown: self.slowdown.jain(),
+            jain_share,
+            offered_load: c.offered_load,
+            arrival_rate: per_window(c.arrivals_in_window.unwrap_or(0) as f64),
+            mean_in_system: per_window(c.in_system_area.unwrap_or(f64::NAN)),
+            measure_start: c.measure_start,
+            measure_end: c.measure_end,
+            sim_time: c.sim_time,
+            busy_time: c.busy_time,
+            work_served: c.work_served,
+            overhead_time: c.overhead_time,
+            warmup_jobs: c.warmup_jobs,
+            unfinished: c.unfinished,
+            events: c.events,
+            // A last, partial batch (jobs not divisible by batches) is left out.
+            response_batch_means: std::mem::take(&mut self.batch_means),
+        };
+        (summary, classes, task_rows)
+    }
+
+    fn task_rows(&self, tasks: &[TaskInput]) -> Vec<TaskRow> {
+        let total_service: f64 = tasks.iter().map(|t| t.service).sum();
+        let total_entitled: f64 = tasks.iter().map(|t| t.entitled).sum();
+        tasks
+            .iter()
+            .map(|t| {
+                let (jobs, mean) = self.tasks.get(t.task as usize).copied().unwrap_or_default();
+                let share = t.service / total_service;
+                let entitled = t.entitled / total_entitled;
+                TaskRow {
+                    task: t.task,
+                    class: t.class.clone(),
+                    jobs,
+                    response_mean: if jobs > 0 { mean } else { f64::NAN },
+                    migrations: t.migrations,
+                    cpu: t.cpu,
+                    service: t.service,
+                    share,
+                    entitled,
+                    share_ratio: share / entitled,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The summary of a run from its per-job table (measured jobs, completion order), its task
+/// table and its counters. Counts the world did not keep come from the table: arrivals and
+/// completions inside the measured interval, and the time the measured jobs spent inside it
+/// (Little's L, for a world without an exact count of the jobs present).
+pub fn summarize(
+    jobs: &JobTable,
+    tasks: &[TaskInput],
+    class_names: Vec<String>,
+    counters: &Counters,
+) -> (Summary, Vec<ClassRow>, Vec<TaskRow>) {
+    let mut s = Summarizer::new(class_names, counters.batch_size);
+    let (start, end) = (counters.measure_start, counters.measure_end);
+    let inside = |t: f64| t >= start && t <= end;
+    let mut arrivals = 0;
+    let mut completions = 0;
+    let mut area = 0.0;
+    for i in 0..jobs.len() {
+        let row = jobs.row(i);
+        s.add(&row);
+        arrivals += u64::from(inside(row.arrival));
+        completions += u64::from(inside(row.completion));
+        area += (row.completion.min(end) - row.arrival.max(start)).max(0.0);
+    }
+    let mut c = counters.clone();
+    c.arrivals_in_window.get_or_insert(arrivals);
+    c.completions_in_window.get_or_insert(completions);
+    c.in_system_area.get_or_insert(area);
+    s.finish(&c, tasks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(rows: &[(i64, u32, f64, f64, f64, f64)]) -> JobTable {
+        let mut t = JobTable::default();
+        for (i, &(client, class, arrival, completion, size, wait)) in rows.iter().enumerate() {
+            t.job.push(i as u64);
+            t.client.push(client);
+            t.class.push(class);
+            t.cpu.push(0);
+            t.arrival.push(arrival);
+            t.first_run.push(arrival + wait);
+            t.completion.push(completion);
+            t.size.push(size);
+            t.wait.push(wait);
+            t.response.push(completion - arrival);
+            t.slowdown.push((completion - arrival) / size);
+            t.context_switches.push(1.0);
+            t.migrations.push(f64::NAN);
+        }
+        t
+    }
+
+    #[test]
+    fn a_hand_computed_summary() {
+        // FCFS on one CPU: jobs of 2, 1, 3 arriving at 0, 1, 2 finish at 2, 3, 6.
+        let jobs = table(&[
+            (0, 0, 0.0, 2.0, 2.0, 0.0),
+            (1, 1, 1.0, 3.0, 1.0, 1.0),
+            (0, 0, 2.0, 6.0, 3.0, 1.0),
+        ]);
+        let tasks = [
+            TaskInput {
+                task: 0,
+                class: "a".into(),
+                service: 5.0,
+                entitled: 3.0,
+                migrations: 0.0,
+                cpu: 0,
+            },
+            TaskInput {
+                task: 1,
+                class: "b".into(),
+                service: 1.0,
+                entitled: 3.0,
+                migrations: 0.0,
+                cpu: 0,
+            },
+        ];
+        let counters = Counters {
+            measure_start: 0.0,
+            measure_end: 6.0,
+            busy_per_cpu: vec![6.0],
+            busy_span: 6.0,
+            ..Default::default()
+        };
+        let (s, classes, t) = summarize(&jobs, &tasks, vec!["a".into(), "b".into()], &counters);
+        // Responses 2, 2, 4: mean 8/3, sample std sqrt(4/3), p50 = 2nd smallest = 2.
+        assert!((s.response_mean - 8.0 / 3.0).abs() < 1e-12);
+        assert!((s.response_std - (4.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(
+            (s.response_p50, s.response_p99, s.response_max),
+            (2.0, 4.0, 4.0)
+        );
+        assert_eq!((s.wait_mean, s.wait_p50), (2.0 / 3.0, 1.0));
+        // Slowdowns 1, 2, 4/3.
+        assert!((s.slowdown_mean - 13.0 / 9.0).abs() < 1e-12);
+        assert_eq!((s.throughput, s.arrival_rate), (0.5, 0.5));
+        // Jobs present: 2 + 2 + 4 = 8 ms of presence over 6 ms.
+        assert!((s.mean_in_system - 8.0 / 6.0).abs() < 1e-12);
+        assert_eq!(s.utilization, 1.0);
+        assert_eq!(s.context_switches, 3.0);
+        assert!(s.migrations.is_nan());
+        // Shares 5/6 and 1/6 against 1/2 each: ratios 5/3 and 1/3.
+        assert!((t[0].share_ratio - 5.0 / 3.0).abs() < 1e-12);
+        assert_eq!((t[0].jobs, t[0].response_mean), (2, 3.0));
+        let expect = (5.0f64 / 3.0 + 1.0 / 3.0).powi(2) / (2.0 * (25.0 / 9.0 + 1.0 / 9.0));
+        assert!((s.jain_share - expect).abs() < 1e-12);
+        // Task means 3 and 2: CV = std(3, 2) / 2.5.
+        assert!((s.task_response_cv - 0.5f64.sqrt() / 2.5).abs() < 1e-12);
+        assert_eq!((classes[0].jobs, classes[1].response_p50), (2, 2.0));
+        assert_eq!(classes[0].response_p99, 4.0);
+    }
+
+    #[test]
+    fn empty_tables_give_nan_not_panics() {
+        let (s, classes, t) = summarize(
+            &JobTable::default(),
+            &[],
+            vec!["0".into()],
+            &Counters::default(),
+        );
+        assert_eq!(s.jobs, 0);
+        assert!(s.response_mean.is_nan() && s.response_p99.is_nan() && s.jain_share.is_nan());
+        assert_eq!(s.context_switches, 0.0);
+        assert_eq!(classes.len(), 1);
+        assert!(t.is_empty());
+    }
+}

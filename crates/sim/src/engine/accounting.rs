@@ -1,0 +1,205 @@
+//! Measurement while the run goes: the measured interval, jobs in the system, runnable jobs
+//! per runqueue, CPU received and entitled per task, and each measured job streamed into the
+//! model's summary (the same code that summarises any world's per-job table).
+
+use schedlab_model::entitlement::Entitlement;
+use schedlab_model::summary::{JobRow, JobTable, Summarizer};
+use schedlab_policy::JobId;
+
+use super::results::{LoadSample, Segment};
+use super::{Engine, Timer, LOAD_BINS, NONE};
+use crate::spec::Config;
+
+pub(super) struct Accounting {
+    pub(super) measure_start: f64,
+    pub(super) measure_end: f64,
+    in_system: u64,
+    in_system_since: f64,
+    pub(super) in_system_area: f64,
+    pub(super) measured_arrivals: u64,
+    pub(super) completed_in_window: u64,
+    pub(super) summary: Summarizer,
+    /// Entitled CPU time per persistent task, and the CPU time it received (closed runs).
+    pub(super) shares: Option<Entitlement>,
+    pub(super) service: Vec<f64>,
+    pub(super) table: Option<JobTable>,
+    pub(super) schedule: Option<Vec<Segment>>,
+    pub(super) series: Option<Vec<LoadSample>>,
+    pub(super) overhead: f64,
+    pub(super) work_completed: f64,
+    pub(super) events: u64,
+}
+
+impl Accounting {
+    /// `share_tasks`: the persistent tasks whose shares are tracked, if any.
+    pub(super) fn new(cfg: &Config, share_tasks: Option<usize>) -> Accounting {
+        let names = cfg.classes.iter().map(|c| c.name.clone()).collect();
+        Accounting {
+            measure_start: f64::INFINITY,
+            measure_end: cfg.time.unwrap_or(f64::INFINITY),
+            in_system: 0,
+            in_system_since: 0.0,
+            in_system_area: 0.0,
+            measured_arrivals: 0,
+            completed_in_window: 0,
+            summary: Summarizer::new(names, cfg.batch_size),
+            shares: share_tasks.map(|n| {
+                let mut e = Entitlement::new(n, cfg.machine.cpus as f64);
+                // Nothing counts before the first measured arrival opens the window.
+                e.set_window(f64::INFINITY, f64::INFINITY);
+                e
+            }),
+            service: vec![0.0; share_tasks.unwrap_or(0)],
+            table: cfg.keep_jobs.then(JobTable::default),
+            schedule: cfg.keep_schedule.then(Vec::new),
+            series: cfg.load_sample.map(|_| Vec::new()),
+            overhead: 0.0,
+            work_completed: 0.0,
+            events: 0,
+        }
+    }
+
+    /// Length of [a, b] inside the measured interval.
+    pub(super) fn clip(&self, a: f64, b: f64) -> f64 {
+        (b.min(self.measure_end) - a.max(self.measure_start)).max(0.0)
+    }
+
+    /// A task ran over [start, end].
+    pub(super) fn served(&mut self, task: usize, start: f64, end: f64) {
+        if self.shares.is_some() && task < self.service.len() {
+            self.service[task] += self.clip(start, end);
+        }
+    }
+
+    /// A task's burst was served in a fluid runqueue.
+    pub(super) fn served_fluid(&mut self, task: usize, served: f64) {
+        if self.shares.is_some() && task < self.service.len() {
+            self.service[task] += served;
+        }
+    }
+}
+
+impl Engine<'_> {
+    /// Opens the measured interval at the first measured arrival.
+    pub(super) fn start_measuring(&mut self) {
+        if self.acct.measure_start != f64::INFINITY {
+            return;
+        }
+        let now = self.now;
+        self.acct.measure_start = now;
+        self.acct.in_system_since = now;
+        for rq in &mut self.rqs {
+            rq.hist_at = now;
+        }
+        let end = self.acct.measure_end;
+        if let Some(s) = &mut self.acct.shares {
+            s.set_window(now, end);
+        }
+    }
+
+    /// A persistent task's entitlement from now on (0 while it is not runnable: a sleeping
+    /// task's share passes to the others).
+    pub(super) fn set_entitlement(&mut self, task: usize, weight: f64) {
+        if let Some(s) = &mut self.acct.shares {
+            s.set(task, weight);
+        }
+    }
+
+    pub(super) fn set_in_system(&mut self, delta: i64) {
+        let a = &mut self.acct;
+        a.in_system_area += a.in_system as f64 * a.clip(a.in_system_since, self.now);
+        a.in_system_since = self.now;
+        a.in_system = (a.in_system as i64 + delta) as u64;
+    }
+
+    /// Changes a runqueue's runnable count (and its time-weighted histogram).
+    pub(super) fn set_runnable(&mut self, r: usize, delta: i32, weight: f64) {
+        let (ms, me, now) = (self.acct.measure_start, self.acct.measure_end, self.now);
+        let rq = &mut self.rqs[r];
+        let bin = (rq.runnable as usize).min(LOAD_BINS - 1);
+        rq.hist[bin] += (now.min(me) - rq.hist_at.max(ms)).max(0.0);
+        rq.hist_at = now;
+        rq.runnable = rq.runnable.wrapping_add_signed(delta);
+        rq.load += weight * delta as f64;
+        if rq.runnable == 0 {
+            rq.load = 0.0;
+        }
+    }
+
+    /// Measures a completed job.
+    pub(super) fn record(&mut self, id: JobId) {
+        let now = self.now;
+        self.set_in_system(-1);
+        let j = &self.jobs[id.index()];
+        let view = &j.view;
+        self.acct.work_completed += view.size;
+        let response = now - view.arrival;
+        // Fluid policies serve every job at once: its wait is the time it was slowed down.
+        let wait = if self.rqs[j.rq as usize].fluid {
+            (response - view.size - j.io_time).max(0.0)
+        } else {
+            j.waited
+        };
+        let slowdown = if view.size > 0.0 {
+            response / view.size
+        } else {
+            1.0
+        };
+        if j.measured {
+            let client = self.tasks[j.task as usize].client;
+            let row = JobRow {
+                client,
+                class: view.class,
+                arrival: view.arrival,
+                completion: now,
+                size: view.size,
+                wait,
+                response,
+                slowdown,
+                context_switches: j.switches as f64,
+                migrations: j.migrations as f64,
+            };
+            self.acct.summary.add(&row);
+            let rq = &mut self.rqs[j.rq as usize];
+            rq.done_hist[(rq.runnable as usize).min(LOAD_BINS - 1)] += 1;
+            if let Some(tab) = &mut self.acct.table {
+                tab.job.push(j.seq);
+                tab.client.push(client);
+                tab.class.push(view.class);
+                tab.cpu.push(j.cpu);
+                tab.arrival.push(view.arrival);
+                tab.first_run.push(j.first_run);
+                tab.completion.push(now);
+                tab.size.push(view.size);
+                tab.wait.push(wait);
+                tab.response.push(response);
+                tab.slowdown.push(slowdown);
+                tab.context_switches.push(row.context_switches);
+                tab.migrations.push(row.migrations);
+            }
+        }
+        if now <= self.acct.measure_end && now >= self.acct.measure_start {
+            self.acct.completed_in_window += 1;
+        }
+    }
+
+    pub(super) fn sample(&mut self) {
+        let now = self.now;
+        if let Some(s) = &mut self.acct.series {
+            for (r, rq) in self.rqs.iter().enumerate() {
+                s.push(LoadSample {
+                    time: now,
+                    cpu: if self.per_cpu { r as i32 } else { NONE },
+                    runnable: rq.runnable,
+                });
+            }
+        }
+        let period = self.cfg.load_sample.expect("sampling");
+        let more = self.cfg.time.is_some_and(|t| now + period <= t)
+            || self.issued < self.issue_limit
+            || self.acct.in_system > 0;
+        if more {
+            self.timer(now + period, Timer::Sample);
+        }
+    }
+}

@@ -1,0 +1,495 @@
+//! The machine: where a job goes (placement, balancers, migration), how it waits (its
+//! runqueue's policy), and how CPUs run it (dispatch, end of a run, preemption).
+
+use rand::Rng;
+use schedlab_model::placement::{CpuLoad, Placement, TaskPlace};
+use schedlab_policy::{Carry, Dequeue, Enqueue, JobId, JobView};
+
+use super::results::Segment;
+use super::{Engine, EPS, NONE};
+use crate::balance::{self, Queued};
+use crate::spec::Boost;
+
+impl Engine<'_> {
+    /// Places a newly runnable job (new task, wake-up) and enqueues it.
+    pub(super) fn make_ready(&mut self, id: JobId) {
+        let why = if self.jobs[id.index()].wakes {
+            Enqueue::Wakeup
+        } else {
+            Enqueue::Arrival
+        };
+        self.wake_boost(id);
+        // The runqueue a waking task slept on (or its last job left), before placement moves
+        // its home.
+        let slept_on = if self.per_cpu && why == Enqueue::Wakeup {
+            let t = &self.tasks[self.jobs[id.index()].task as usize];
+            t.assigned.then_some(t.home as usize)
+        } else {
+            None
+        };
+        let r = if self.per_cpu { self.place(id, why) } else { 0 };
+        let j = &self.jobs[id.index()];
+        let entitled = self.rqs[r].policy.entitlement(&j.view);
+        self.set_entitlement(j.task as usize, entitled);
+        match slept_on {
+            Some(from)
+                if from != r
+                    && !self.rqs[from].fluid
+                    && !self.rqs[from].policy.forgets_sleepers() =>
+            {
+                // Waking on another runqueue is a migration: the one it slept on lets the task
+                // go and says what it keeps (Linux: migrate_task_rq on a remote wake-up).
+                let now = self.now;
+                let mut carry = self.rqs[from].policy.dequeue(
+                    &self.jobs[id.index()].view,
+                    now,
+                    Dequeue::Migrate,
+                );
+                carry.asleep = true;
+                self.enqueue(r, id, Enqueue::Migrated(&carry));
+            }
+            _ => self.enqueue(r, id, why),
+        }
+    }
+
+    fn loads(&self) -> Vec<CpuLoad> {
+        self.rqs
+            .iter()
+            .map(|rq| CpuLoad {
+                runnable: rq.runnable,
+                tasks: rq.tasks,
+                weight: rq.task_weight,
+                tickets: rq.task_tickets,
+            })
+            .collect()
+    }
+
+    /// The CPU (runqueue) for a new task or a waking one: the policy's choice if it makes
+    /// one (`select_cpu`), else the machine's placement; then the balancer's wake-up hook.
+    fn place(&mut self, id: JobId, why: Enqueue<'_>) -> usize {
+        let m = &self.cfg.machine;
+        let (task, class) = {
+            let j = &self.jobs[id.index()];
+            (j.task as usize, j.view.class as usize)
+        };
+        let new = why == Enqueue::Arrival;
+        if new {
+            if let Some(pinned) = m.start_pinned {
+                let c = pinned as usize;
+                self.tasks[task].ideal = c as u32;
+                self.assign(task, id, c);
+                return c;
+            }
+        }
+        let home = self.tasks[task].home as usize;
+        let chosen = if new || m.placement.places_wakeups() {
+            let loads = self.loads();
+            let view = &self.jobs[id.index()].view;
+            self.rqs[home].policy.select_cpu(view, &loads).or_else(|| {
+                let t = &self.tasks[task];
+                let place = TaskPlace {
+                    new,
+                    home,
+                    ideal: t.ideal as usize,
+                    last: t.last_cpu.max(0) as usize,
+                    affinity: &self.cfg.classes[class].affinity,
+                };
+                let mut ideal = self.next_ideal;
+                let c = m
+                    .placement
+                    .select(&place, &loads, &mut ideal, &mut self.rng_place);
+                self.next_ideal = ideal;
+                Some(c)
+            })
+        } else {
+            None
+        };
+        let placed = match chosen {
+            Some(c) => {
+                if new {
+                    self.tasks[task].ideal = c as u32;
+                }
+                c
+            }
+            None => {
+                let t = &self.tasks[task];
+                match m.placement {
+                    Placement::RoundRobin => t.ideal as usize,
+                    Placement::Last => t.last_cpu.max(t.home as i32) as usize,
+                    _ => t.home as usize,
+                }
+            }
+        };
+        let last = match self.tasks[task].last_cpu {
+            NONE => placed,
+            c => c as usize,
+        };
+        let mut c = placed;
+        self.with_balancer(|b, e| c = b.wake(id, placed, last, e));
+        self.assign(task, id, c);
+        c
+    }
+
+    /// Makes `c` the home CPU of the task (for placement by least load).
+    fn assign(&mut self, task: usize, id: JobId, c: usize) {
+        let t = &self.tasks[task];
+        if t.assigned && t.home as usize == c {
+            return;
+        }
+        self.release_task(task);
+        let v = &self.jobs[id.index()].view;
+        let t = &mut self.tasks[task];
+        t.assigned = true;
+        t.home = c as u32;
+        t.weight = v.weight;
+        t.tickets = v.tickets;
+        let rq = &mut self.rqs[c];
+        rq.tasks += 1;
+        rq.task_weight += t.weight;
+        rq.task_tickets += t.tickets;
+    }
+
+    pub(super) fn release_task(&mut self, task: usize) {
+        let t = &mut self.tasks[task];
+        if !t.assigned {
+            return;
+        }
+        t.assigned = false;
+        let rq = &mut self.rqs[t.home as usize];
+        rq.tasks -= 1;
+        rq.task_weight -= t.weight;
+        rq.task_tickets -= t.tickets;
+    }
+
+    pub(super) fn enqueue(&mut self, r: usize, id: JobId, why: Enqueue<'_>) {
+        let now = self.now;
+        if matches!(
+            why,
+            Enqueue::Arrival | Enqueue::Wakeup | Enqueue::Migrated(_)
+        ) {
+            let w = self.jobs[id.index()].view.weight;
+            self.set_runnable(r, 1, w);
+        }
+        let j = &mut self.jobs[id.index()];
+        j.rq = r as u32;
+        j.ready_since = now;
+        if self.rqs[r].fluid {
+            self.fluid_enqueue(r, id);
+            return;
+        }
+        j.queued = true;
+        self.rqs[r].policy.enqueue(&j.view, now, why);
+        if self.per_cpu {
+            j.queued_at = self.rqs[r].queued.len() as u32;
+            self.rqs[r].queued.push(id);
+            self.cpus[r].idle_told = false;
+        }
+    }
+
+    /// The job leaves runqueue `r`'s runnable set (it sleeps or completes). A fluid policy
+    /// has let it go already, when its work was done.
+    pub(super) fn leave_runqueue(&mut self, r: usize, id: JobId, why: Dequeue) {
+        if !self.rqs[r].fluid {
+            let now = self.now;
+            self.rqs[r]
+                .policy
+                .dequeue(&self.jobs[id.index()].view, now, why);
+        }
+    }
+
+    /// Bookkeeping of a job leaving its runqueue's queue (picked or moved).
+    fn unqueue(&mut self, id: JobId) {
+        let j = &mut self.jobs[id.index()];
+        j.queued = false;
+        if self.per_cpu {
+            let r = j.rq as usize;
+            let at = j.queued_at as usize;
+            let list = &mut self.rqs[r].queued;
+            list.swap_remove(at);
+            if let Some(&moved) = list.get(at) {
+                self.jobs[moved.index()].queued_at = at as u32;
+            }
+        }
+    }
+
+    pub(super) fn fill_idle(&mut self) {
+        let now = self.now;
+        for c in 0..self.cpus.len() {
+            if self.cpus[c].job.is_some() {
+                continue;
+            }
+            let r = if self.per_cpu { c } else { 0 };
+            let mut next = self.rqs[r].policy.pick_next(now);
+            if next.is_none() && self.per_cpu && !self.cpus[c].idle_told {
+                self.cpus[c].idle_told = true;
+                self.with_balancer(|b, e| b.idle(c, e.now, e));
+                next = self.rqs[r].policy.pick_next(now);
+            }
+            match next {
+                Some(id) => {
+                    self.unqueue(id);
+                    self.dispatch(c, id, false);
+                }
+                None if !self.per_cpu => break,
+                None => {}
+            }
+        }
+    }
+
+    /// The CPU whose job the incoming job should preempt: among those it preempts, one whose
+    /// job preempts none of the others (the least important).
+    fn victim(&self, incoming: JobId) -> Option<usize> {
+        let inc = &self.jobs[incoming.index()];
+        let r = inc.rq as usize;
+        let policy = &self.rqs[r].policy;
+        let range = if self.per_cpu {
+            r..r + 1
+        } else {
+            0..self.cpus.len()
+        };
+        let mut best: Option<(usize, JobView)> = None;
+        for c in range {
+            let Some(running) = self.cpus[c].job else {
+                continue;
+            };
+            let running = self.current_view(c, running);
+            if !policy.preempts(&inc.view, &running, self.now) {
+                continue;
+            }
+            match &best {
+                Some((_, b)) if !policy.preempts(b, &running, self.now) => {}
+                _ => best = Some((c, running)),
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
+    pub(super) fn maybe_preempt(&mut self, id: JobId) {
+        let Some(c) = self.victim(id) else { return };
+        let now = self.now;
+        let ran = self.end_run(c, true);
+        let victim = self.expired.pop().expect("preempted job");
+        let r = self.jobs[victim.index()].rq as usize;
+        self.enqueue(r, victim, Enqueue::Preempted { ran });
+        if let Some(next) = self.rqs[r].policy.pick_next(now) {
+            self.unqueue(next);
+            self.dispatch(c, next, false);
+        }
+    }
+
+    /// A running job's view with its service brought up to now.
+    fn current_view(&self, c: usize, id: JobId) -> JobView {
+        let cpu = &self.cpus[c];
+        let mut v = self.jobs[id.index()].view.clone();
+        let ran = (self.now - cpu.run_start).clamp(0.0, cpu.run_len);
+        v.remaining -= ran;
+        v.attained += ran;
+        v
+    }
+
+    /// Starts `id` on CPU `c`. `continuing`: the same thread goes on with its next job.
+    pub(super) fn dispatch(&mut self, c: usize, id: JobId, continuing: bool) {
+        let now = self.now;
+        let m = &self.cfg.machine;
+        let j = &mut self.jobs[id.index()];
+        let t = &mut self.tasks[j.task as usize];
+        if j.first_run.is_nan() {
+            j.first_run = now;
+        }
+        let cpu = &mut self.cpus[c];
+        if let Some((prev, seq)) = cpu.left_unfinished.take() {
+            if seq != j.seq {
+                let p = &mut self.jobs[prev.index()];
+                if p.alive && p.seq == seq {
+                    p.switches += 1;
+                }
+            }
+        }
+        let j = &mut self.jobs[id.index()];
+        let mut overhead = if continuing || cpu.last_seq == j.seq {
+            0.0
+        } else {
+            m.context_switch
+        };
+        if j.cpu != NONE && j.cpu != c as i32 {
+            j.migrations += 1;
+            overhead += m.migration_cost;
+        }
+        if t.last_cpu != NONE && t.last_cpu != c as i32 {
+            t.migrations += 1;
+        }
+        j.cpu = c as i32;
+        j.on_cpu = c as i32;
+        if !continuing {
+            j.waited += now + overhead - j.ready_since;
+        }
+        t.last_cpu = c as i32;
+        let slice = match m.timeslice {
+            Some(ts) => {
+                if t.slice_left <= EPS {
+                    t.slice_left = ts;
+                }
+                Some(t.slice_left)
+            }
+            None => self.rqs[j.rq as usize].policy.slice(&j.view, now),
+        };
+        let run_len = slice.map_or(j.burst_left, |s| s.min(j.burst_left));
+        cpu.job = Some(id);
+        cpu.dispatched = now;
+        cpu.run_start = now + overhead;
+        cpu.run_len = run_len;
+        cpu.last_seq = j.seq;
+        cpu.idle_told = false;
+        if cpu.busy_since.is_nan() {
+            cpu.busy_since = now;
+        }
+        self.cpu_until.set(c, now + overhead + run_len);
+    }
+
+    /// Ends the run on CPU `c` now: burst done, slice expired or (`preempted`) preemption.
+    /// Returns the service the job received in this run.
+    pub(super) fn end_run(&mut self, c: usize, preempted: bool) -> f64 {
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        let id = cpu.job.take().expect("busy CPU");
+        let ran = if preempted {
+            (now - cpu.run_start).clamp(0.0, cpu.run_len)
+        } else {
+            cpu.run_len
+        };
+        self.acct.overhead += cpu.run_start.min(now) - cpu.dispatched;
+        let start = cpu.run_start;
+        self.cpu_until.set(c, f64::INFINITY);
+        let j = &mut self.jobs[id.index()];
+        j.on_cpu = NONE;
+        j.last_ran = now;
+        let burst_done = !preempted && ran >= j.burst_left - EPS * j.burst_size.max(1.0);
+        let served = if burst_done { j.burst_left } else { ran };
+        j.burst_left -= served;
+        if burst_done {
+            j.burst_left = 0.0;
+        }
+        j.view.remaining -= served;
+        j.view.attained += served;
+        if burst_done && j.bursts_left == 0 {
+            j.view.remaining = 0.0;
+            j.view.attained = j.view.size;
+        }
+        let task = j.task as usize;
+        if self.threads {
+            self.tasks[task].slice_left -= ran;
+        }
+        if let Some(sched) = &mut self.acct.schedule {
+            if ran > 0.0 {
+                let client = self.tasks[task].client;
+                sched.push(Segment {
+                    cpu: c as u32,
+                    job: j.seq,
+                    task: client,
+                    start,
+                    end: start + ran,
+                });
+            }
+        }
+        self.acct.served(task, start, start + ran);
+        if let Boost::Linux26 { sleep_avg_max, .. } = self.cfg.machine.boost {
+            let t = &mut self.tasks[task];
+            t.sleep_avg = (t.sleep_avg - ran).clamp(0.0, sleep_avg_max);
+        }
+        let r = j.rq as usize;
+        self.rqs[r].policy.charge(&j.view, ran, now);
+        if burst_done {
+            self.close_busy(c);
+            if self.jobs[id.index()].bursts_left > 0 {
+                self.block(id);
+            } else {
+                self.job_done(id, Some(c));
+            }
+            return ran;
+        }
+        if !preempted && self.cfg.machine.boost == Boost::Windows {
+            // A quantum used up costs one level of boost.
+            let t = &mut self.tasks[task];
+            t.boost = (t.boost - 1.0).max(0.0);
+        }
+        self.apply_boost(id);
+        let seq = self.jobs[id.index()].seq;
+        self.cpus[c].left_unfinished = Some((id, seq));
+        self.expired.push(id);
+        if !preempted {
+            self.close_busy(c);
+        }
+        ran
+    }
+
+    /// Closes CPU `c`'s busy interval; a dispatch at this instant reopens it.
+    pub(super) fn close_busy(&mut self, c: usize) {
+        let now = self.now;
+        let since = std::mem::replace(&mut self.cpus[c].busy_since, f64::NAN);
+        let window = self.acct.clip(since, now);
+        let cpu = &mut self.cpus[c];
+        cpu.busy_total += now - since;
+        cpu.busy_window += window;
+    }
+}
+
+impl balance::View for Engine<'_> {
+    fn cpus(&self) -> usize {
+        self.cpus.len()
+    }
+    fn runnable(&self, cpu: usize) -> u32 {
+        self.rqs[cpu].runnable
+    }
+    fn load(&self, cpu: usize) -> f64 {
+        self.rqs[cpu].load
+    }
+    fn is_idle(&self, cpu: usize) -> bool {
+        self.rqs[cpu].runnable == 0
+    }
+    fn queued(&self, cpu: usize, out: &mut Vec<Queued>) {
+        let hot = self.cfg.machine.cache_hot;
+        let mut list: Vec<(f64, Queued)> = self.rqs[cpu]
+            .queued
+            .iter()
+            .map(|&id| {
+                let j = &self.jobs[id.index()];
+                let q = Queued {
+                    job: id,
+                    weight: j.view.weight,
+                    cache_hot: j.cpu == cpu as i32 && self.now - j.last_ran < hot,
+                };
+                (j.ready_since, q)
+            })
+            .collect();
+        list.sort_by(|a, b| a.0.total_cmp(&b.0));
+        out.extend(list.into_iter().map(|(_, q)| q));
+    }
+    fn allowed(&self, job: JobId, cpu: usize) -> bool {
+        let a = &self.cfg.classes[self.jobs[job.index()].view.class as usize].affinity;
+        a.is_empty() || a.contains(&(cpu as u32))
+    }
+    fn draw(&mut self, n: usize) -> usize {
+        self.rng_balance.random_range(0..n)
+    }
+    /// Moves a queued job: its old runqueue's policy lets it go with what it keeps (lag, the
+    /// rest of its slice), which its new runqueue's policy takes.
+    fn migrate(&mut self, job: JobId, from: usize, to: usize) {
+        let w = self.jobs[job.index()].view.weight;
+        let carry = if self.rqs[from].fluid {
+            self.fluid_remove(from, job);
+            Carry::NONE
+        } else {
+            let now = self.now;
+            let carry =
+                self.rqs[from]
+                    .policy
+                    .dequeue(&self.jobs[job.index()].view, now, Dequeue::Migrate);
+            self.unqueue(job);
+            carry
+        };
+        self.set_runnable(from, -1, w);
+        let task = self.jobs[job.index()].task as usize;
+        self.assign(task, job, to);
+        self.enqueue(to, job, Enqueue::Migrated(&carry));
+    }
+}

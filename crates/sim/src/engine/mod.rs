@@ -1,0 +1,469 @@
+//! The event engine: what happens to a job.
+//!
+//! A job arrives (open stream, a closed client's next request, or a trace row), is placed on
+//! a runqueue (the global one, or a CPU's own, chosen by placement and the balancer's wake-up
+//! hook), waits in that runqueue's policy, runs on a CPU in turns until its current CPU burst
+//! is done, blocks for I/O between bursts, and leaves when its last burst ends. At each instant
+//! the engine first ends the runs that are due (completions, expired slices, bursts ending in
+//! I/O), then the fluid completions, timers (think and I/O ends, samples), arrivals and the
+//! balancer's periodic pass; it then enqueues the newly runnable jobs, re-queues the expired
+//! ones behind them, fills idle CPUs (an idle CPU with nothing to run asks the balancer), and
+//! finally lets each newcomer preempt a running job if its runqueue's policy says so. Fluid
+//! policies (PS, GPS, FB) serve their runqueue's jobs continuously, by exact completion times.
+//!
+//! With `timeslice`, tasks are threads: the slice belongs to the task, a closed task whose next
+//! request starts at once keeps its CPU and the rest of its slice, and a task that thinks
+//! sleeps and wakes with the same runnable entity. Without it, every job is its own entity
+//! and a closed client's next job enters the queue like any arrival (the queueing model).
+//!
+//! One file per concern: this one holds the state and the event loop; `workload` makes tasks
+//! and jobs; `machine` places, queues, dispatches, preempts and migrates them; `io` blocks and
+//! wakes them (and applies wake-up boosts); `fluid` serves fluid runqueues; `accounting`
+//! measures as the run goes; `results` assembles the output through the model's summary.
+
+mod accounting;
+mod fluid;
+mod io;
+mod machine;
+mod results;
+mod workload;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use schedlab_model::summary::{ClassRow, JobTable, Summary, TaskRow};
+use schedlab_policy::{Enqueue, JobId, JobView, Policy, Service};
+
+use crate::balance::{self, Balancer};
+use crate::mintree::MinTree;
+use crate::spec::{Config, Runqueues, Workload};
+use crate::SpecError;
+use accounting::Accounting;
+pub use results::{LoadRow, LoadSample, Segment};
+
+/// Everything one run returns.
+pub struct Output {
+    pub summary: Summary,
+    pub classes: Vec<ClassRow>,
+    pub tasks: Vec<TaskRow>,
+    pub loads: Vec<LoadRow>,
+    pub load_series: Option<Vec<LoadSample>>,
+    pub jobs: Option<JobTable>,
+    pub schedule: Option<Vec<Segment>>,
+}
+
+const NONE: i32 = -1;
+/// Share tracking integrates entitlements over every change of the runnable set; above this
+/// many tasks it would dominate the run time, so it is skipped.
+const MAX_SHARE_TASKS: usize = 4096;
+/// Load histograms count up to this many runnable jobs per runqueue; more go in the last bin.
+const LOAD_BINS: usize = 256;
+/// Work below this is rounding, not work (a burst whose slice ended within it is done).
+const EPS: f64 = 1e-12;
+
+struct Job {
+    view: JobView,
+    /// Arrival order of the job (the per-job table's `job`).
+    seq: u64,
+    task: u32,
+    first_run: f64,
+    /// CPU it last ran on.
+    cpu: i32,
+    on_cpu: i32,
+    rq: u32,
+    switches: u32,
+    migrations: u32,
+    alive: bool,
+    measured: bool,
+    /// In its runqueue's policy, waiting.
+    queued: bool,
+    /// Index in its runqueue's list of queued jobs (per-CPU runqueues only).
+    queued_at: u32,
+    ready_since: f64,
+    burst_size: f64,
+    burst_left: f64,
+    bursts_left: u32,
+    io_time: f64,
+    io_since: f64,
+    /// Time runnable but not running, summed at each dispatch (exact: 0 for a job that never
+    /// waited, where response - size - io would leave rounding).
+    waited: f64,
+    /// When it last left a CPU (cache-hotness).
+    last_ran: f64,
+    /// It enters its runqueue next as a wake-up (else as a new arrival).
+    wakes: bool,
+    /// Priority before wake-up boosts, and whether it is waking from I/O (Windows boosts).
+    base_priority: f64,
+    woke_from_io: bool,
+}
+
+struct Task {
+    class: u32,
+    /// Closed client or trace task index; -1 for an open arrival's one-job task.
+    client: i64,
+    home: u32,
+    ideal: u32,
+    last_cpu: i32,
+    slice_left: f64,
+    /// Jobs submitted so far: the first is a fork, later ones wake the task up.
+    submitted: u64,
+    /// Counted in its home runqueue's tasks, with this weight and these tickets.
+    assigned: bool,
+    weight: f64,
+    tickets: f64,
+    /// The runnable entity of a thread (timeslice mode), reused across its jobs.
+    entity: Option<JobId>,
+    migrations: u64,
+    /// Windows boost levels left; the Linux 2.6 sleep average.
+    boost: f64,
+    sleep_avg: f64,
+    slept_at: f64,
+}
+
+#[derive(Clone)]
+struct Cpu {
+    job: Option<JobId>,
+    dispatched: f64,
+    run_start: f64,
+    run_len: f64,
+    /// The job this CPU ran last, identified by its sequence number (slots are reused).
+    last_seq: u64,
+    /// A job taken off this CPU unfinished: it counts a context switch if another job follows.
+    left_unfinished: Option<(JobId, u64)>,
+    busy_since: f64,
+    busy_total: f64,
+    busy_window: f64,
+    /// Told the balancer it is idle, and found nothing since.
+    idle_told: bool,
+}
+
+struct Runqueue {
+    policy: Box<dyn Policy>,
+    fluid: bool,
+    /// Jobs queued or running (for fluid runqueues: present).
+    runnable: u32,
+    load: f64,
+    /// Tasks assigned here, and their weights and tickets (placement by least load).
+    tasks: u32,
+    task_weight: f64,
+    task_tickets: f64,
+    /// Queued jobs (per-CPU runqueues, for balancers).
+    queued: Vec<JobId>,
+    hist: Vec<f64>,
+    hist_at: f64,
+    done_hist: Vec<u64>,
+    /// Fluid: CPU-time integrals, whole run and measured window.
+    fluid_busy: f64,
+    fluid_busy_window: f64,
+}
+
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+struct Time(f64);
+impl Eq for Time {}
+#[allow(clippy::derive_ord_xor_partial_ord)]
+impl Ord for Time {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    /// A closed client finished thinking: its next job (a task index).
+    Think(u32),
+    /// An I/O wait ended (a job).
+    Io(u32),
+    /// Sample every runqueue's runnable count.
+    Sample,
+}
+
+/// The seed the policy of runqueue `r` gets in a run seeded `seed`: public so that a test can
+/// replay a randomised policy's draws.
+pub fn policy_seed(seed: u64, r: usize) -> u64 {
+    stream(seed, if r == 0 { 5 } else { 100 + r as u64 }).random()
+}
+
+/// Derives independent generator streams from one seed (SplitMix64), so that changing how one
+/// stream is used does not perturb the others.
+fn stream(seed: u64, index: u64) -> Xoshiro256PlusPlus {
+    let mut z = seed.wrapping_add(index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31))
+}
+
+struct Engine<'a> {
+    cfg: &'a Config,
+    per_cpu: bool,
+    fluid: bool,
+    threads: bool,
+    jobs: Vec<Job>,
+    free_jobs: Vec<u32>,
+    tasks: Vec<Task>,
+    free_tasks: Vec<u32>,
+    /// Tasks that live the whole run (closed clients, trace tasks), numbered from 0.
+    persistent: usize,
+    cpus: Vec<Cpu>,
+    rqs: Vec<Runqueue>,
+    cpu_until: MinTree,
+    fluid_next: MinTree,
+    balancer: Option<Box<dyn Balancer>>,
+    balance_at: f64,
+    next_ideal: usize,
+    now: f64,
+    // Arrival sources.
+    next_open: f64,
+    trace_at: usize,
+    issued: u64,
+    /// Closed clients thinking or about to submit (their next job is not issued yet).
+    pending: u64,
+    issue_limit: u64,
+    timers: BinaryHeap<Reverse<(Time, u64, Timer)>>,
+    timer_seq: u64,
+    device_queue: VecDeque<(u32, f64)>,
+    device_busy: bool,
+    rng_arrival: Xoshiro256PlusPlus,
+    rng_size: Xoshiro256PlusPlus,
+    rng_class: Xoshiro256PlusPlus,
+    rng_think: Xoshiro256PlusPlus,
+    rng_io: Xoshiro256PlusPlus,
+    rng_place: Xoshiro256PlusPlus,
+    rng_balance: Xoshiro256PlusPlus,
+    // Batches of one instant, kept to reuse their memory.
+    ready: Vec<JobId>,
+    expired: Vec<JobId>,
+    acct: Accounting,
+}
+
+pub fn run(cfg: &Config) -> Result<Output, SpecError> {
+    let m = &cfg.machine;
+    let per_cpu = m.runqueues == Runqueues::PerCpu;
+    let nrq = if per_cpu { m.cpus } else { 1 };
+    let mut rqs = Vec::with_capacity(nrq);
+    for r in 0..nrq {
+        let seed = policy_seed(cfg.seed, r);
+        let mut policy = schedlab_policy::build(&cfg.policy, &cfg.params, seed)?;
+        let fluid = policy.service() == Service::Fluid;
+        if fluid {
+            let share_cpus = if per_cpu { 1 } else { m.cpus };
+            let f = policy.fluid().expect("fluid policy");
+            f.set_cpus(share_cpus).map_err(|why| {
+                SpecError::new("cpus", m.cpus, format!("{why} (or runqueues = per-cpu)"))
+            })?;
+            if let Some(ts) = m.timeslice {
+                return Err(SpecError::new(
+                    "timeslice",
+                    ts,
+                    format!(
+                        "a policy that runs jobs in turns; {} shares the CPU continuously",
+                        cfg.policy
+                    ),
+                ));
+            }
+        }
+        rqs.push(Runqueue {
+            policy,
+            fluid,
+            runnable: 0,
+            load: 0.0,
+            tasks: 0,
+            task_weight: 0.0,
+            task_tickets: 0.0,
+            queued: Vec::new(),
+            hist: vec![0.0; LOAD_BINS],
+            hist_at: 0.0,
+            done_hist: vec![0; LOAD_BINS],
+            fluid_busy: 0.0,
+            fluid_busy_window: 0.0,
+        });
+    }
+    let fluid = rqs[0].fluid;
+    let issue_limit = match (&cfg.workload, cfg.jobs) {
+        (Workload::Trace { rows }, Some(j)) => (cfg.warmup + j).min(rows.len() as u64),
+        (Workload::Trace { rows }, None) => rows.len() as u64,
+        (_, Some(j)) => cfg.warmup + j,
+        (_, None) => u64::MAX,
+    };
+    let persistent = match &cfg.workload {
+        Workload::Closed { clients } => clients.len(),
+        Workload::Trace { rows } => rows
+            .iter()
+            .filter_map(|r| r.task)
+            .max()
+            .map_or(0, |t| t as usize + 1),
+        Workload::Open { .. } => 0,
+    };
+    let closed = matches!(cfg.workload, Workload::Closed { .. });
+    let balancer = per_cpu.then(|| balance::build(&m.balancer, m.cpus));
+    let mut e = Engine {
+        cfg,
+        per_cpu,
+        fluid,
+        threads: m.timeslice.is_some(),
+        jobs: Vec::new(),
+        free_jobs: Vec::new(),
+        tasks: Vec::new(),
+        free_tasks: Vec::new(),
+        persistent,
+        cpus: vec![
+            Cpu {
+                job: None,
+                dispatched: 0.0,
+                run_start: 0.0,
+                run_len: 0.0,
+                last_seq: u64::MAX,
+                left_unfinished: None,
+                busy_since: f64::NAN,
+                busy_total: 0.0,
+                busy_window: 0.0,
+                idle_told: false,
+            };
+            m.cpus
+        ],
+        rqs,
+        cpu_until: MinTree::new(m.cpus),
+        fluid_next: MinTree::new(nrq),
+        balance_at: balancer.as_ref().map_or(f64::INFINITY, |b| b.next_tick()),
+        balancer,
+        next_ideal: 0,
+        now: 0.0,
+        next_open: f64::INFINITY,
+        trace_at: 0,
+        issued: 0,
+        pending: 0,
+        issue_limit,
+        timers: BinaryHeap::new(),
+        timer_seq: 0,
+        device_queue: VecDeque::new(),
+        device_busy: false,
+        rng_arrival: stream(cfg.seed, 1),
+        rng_size: stream(cfg.seed, 2),
+        rng_class: stream(cfg.seed, 3),
+        rng_think: stream(cfg.seed, 4),
+        rng_io: stream(cfg.seed, 6),
+        rng_place: stream(cfg.seed, 7),
+        rng_balance: stream(cfg.seed, 8),
+        ready: Vec::new(),
+        expired: Vec::new(),
+        acct: Accounting::new(
+            cfg,
+            (closed && persistent <= MAX_SHARE_TASKS).then_some(persistent),
+        ),
+    };
+    e.start();
+    e.main_loop();
+    Ok(e.finish())
+}
+
+impl Engine<'_> {
+    fn timer(&mut self, at: f64, what: Timer) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse((Time(at), self.timer_seq, what)));
+    }
+
+    fn next_event(&self) -> f64 {
+        let timer = self.timers.peek().map_or(f64::INFINITY, |r| r.0 .0 .0);
+        let work = self
+            .next_arrival()
+            .min(self.cpu_until.min())
+            .min(self.fluid_next.min())
+            .min(timer);
+        // With nothing left to arrive, run or wake, balancing passes alone would go on forever.
+        if work == f64::INFINITY {
+            return work;
+        }
+        work.min(self.balance_at)
+    }
+
+    fn main_loop(&mut self) {
+        let stop = self.cfg.time.unwrap_or(f64::INFINITY);
+        loop {
+            let t = self.next_event();
+            if t == f64::INFINITY || t > stop {
+                if stop.is_finite() {
+                    self.advance_to(stop);
+                }
+                return;
+            }
+            self.advance_to(t);
+            self.step();
+        }
+    }
+
+    /// Moves the clock, integrating the time-weighted quantities.
+    fn advance_to(&mut self, t: f64) {
+        if let Some(s) = &mut self.acct.shares {
+            s.advance(t);
+        }
+        if self.fluid {
+            self.advance_fluid(t);
+        }
+        self.now = t;
+    }
+
+    fn step(&mut self) {
+        let now = self.now;
+        while self.cpu_until.min() <= now {
+            let c = self.cpu_until.argmin();
+            self.acct.events += 1;
+            self.end_run(c, false);
+        }
+        while self.fluid_next.min() <= now {
+            let r = self.fluid_next.argmin();
+            self.acct.events += 1;
+            self.fluid_done(r);
+        }
+        while let Some(&Reverse((Time(t), _, what))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            self.acct.events += 1;
+            match what {
+                Timer::Think(task) => {
+                    self.pending -= 1;
+                    self.submit(task);
+                }
+                Timer::Io(job) => self.io_done(JobId(job)),
+                Timer::Sample => self.sample(),
+            }
+        }
+        self.admit_arrivals();
+        if self.balance_at <= now {
+            self.acct.events += 1;
+            self.with_balancer(|b, e| b.tick(e.now, e));
+        }
+        let ready = std::mem::take(&mut self.ready);
+        for &id in &ready {
+            self.make_ready(id);
+        }
+        let expired = std::mem::take(&mut self.expired);
+        for &id in &expired {
+            let r = self.jobs[id.index()].rq as usize;
+            self.enqueue(r, id, Enqueue::Expired);
+        }
+        if !self.fluid {
+            self.fill_idle();
+            for &id in &ready {
+                let j = &self.jobs[id.index()];
+                if j.alive && j.queued {
+                    self.maybe_preempt(id);
+                }
+            }
+        }
+        self.ready = ready;
+        self.ready.clear();
+        self.expired = expired;
+        self.expired.clear();
+    }
+
+    fn with_balancer(&mut self, f: impl FnOnce(&mut dyn Balancer, &mut Self)) {
+        if let Some(mut b) = self.balancer.take() {
+            f(b.as_mut(), self);
+            self.balance_at = b.next_tick();
+            self.balancer = Some(b);
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! Tasks and jobs: the open stream, closed clients (think, submit), trace rows, and what a
+//! task does when its job completes (think and submit again, continue on its CPU as a thread,
+//! or leave).
+
+use rand::Rng;
+use schedlab_policy::{Dequeue, JobId, JobView};
+
+use super::{Engine, Job, Task, Timer, EPS, NONE};
+use crate::spec::Workload;
+use crate::trace::TraceRow;
+
+impl Engine<'_> {
+    pub(super) fn start(&mut self) {
+        for t in 0..self.persistent {
+            let class = match &self.cfg.workload {
+                Workload::Closed { clients } => clients[t],
+                _ => 0,
+            };
+            self.new_task(class, t as i64);
+        }
+        match &self.cfg.workload {
+            Workload::Open { arrival } => {
+                if self.issue_limit > 0 {
+                    self.next_open = arrival.sample(&mut self.rng_arrival);
+                }
+            }
+            Workload::Closed { clients } => {
+                for (c, &class) in clients.iter().enumerate() {
+                    if self.issued + self.pending < self.issue_limit {
+                        let class = &self.cfg.classes[class as usize];
+                        let t = class.think.sample(&mut self.rng_think);
+                        self.pending += 1;
+                        self.timer(t, Timer::Think(c as u32));
+                    }
+                }
+            }
+            Workload::Trace { .. } => {}
+        }
+        if self.cfg.load_sample.is_some() {
+            self.timer(0.0, Timer::Sample);
+        }
+    }
+
+    pub(super) fn next_arrival(&self) -> f64 {
+        match &self.cfg.workload {
+            Workload::Open { .. } => self.next_open,
+            Workload::Closed { .. } => f64::INFINITY,
+            Workload::Trace { rows } => {
+                if (self.trace_at as u64) < self.issue_limit {
+                    rows[self.trace_at].arrival
+                } else {
+                    f64::INFINITY
+                }
+            }
+        }
+    }
+
+    pub(super) fn new_task(&mut self, class: u32, client: i64) -> u32 {
+        let task = Task {
+            class,
+            client,
+            home: 0,
+            ideal: 0,
+            last_cpu: NONE,
+            slice_left: 0.0,
+            submitted: 0,
+            assigned: false,
+            weight: 0.0,
+            tickets: 0.0,
+            entity: None,
+            migrations: 0,
+            boost: 0.0,
+            sleep_avg: 0.0,
+            slept_at: f64::NAN,
+        };
+        match self.free_tasks.pop() {
+            Some(t) => {
+                self.tasks[t as usize] = task;
+                t
+            }
+            None => {
+                self.tasks.push(task);
+                (self.tasks.len() - 1) as u32
+            }
+        }
+    }
+
+    /// A persistent task (closed client or trace task) submits its next job now.
+    pub(super) fn submit(&mut self, task: u32) {
+        let class = self.tasks[task as usize].class as usize;
+        let size = self.cfg.classes[class].size.sample(&mut self.rng_size);
+        self.issued += 1;
+        let reuse = self.tasks[task as usize].entity;
+        let id = self.new_job(class, task, size, None, reuse);
+        self.ready.push(id);
+    }
+
+    /// Creates the jobs arriving now (open or trace) and lists them in `ready`.
+    pub(super) fn admit_arrivals(&mut self) {
+        while self.next_arrival() <= self.now {
+            self.acct.events += 1;
+            match &self.cfg.workload {
+                Workload::Open { arrival } => {
+                    let class = self.pick_class();
+                    self.issued += 1;
+                    self.next_open = if self.issued < self.issue_limit {
+                        self.now + arrival.sample(&mut self.rng_arrival)
+                    } else {
+                        f64::INFINITY
+                    };
+                    let size = self.cfg.classes[class].size.sample(&mut self.rng_size);
+                    let task = self.new_task(class as u32, -1);
+                    let id = self.new_job(class, task, size, None, None);
+                    self.ready.push(id);
+                }
+                Workload::Trace { rows } => {
+                    let row = rows[self.trace_at].clone();
+                    self.trace_at += 1;
+                    self.issued += 1;
+                    let class = row.class as usize;
+                    let task = match row.task {
+                        Some(t) => t,
+                        None => self.new_task(class as u32, -1),
+                    };
+                    let id = self.new_job(class, task, row.size, Some(row), None);
+                    self.ready.push(id);
+                }
+                Workload::Closed { .. } => unreachable!("closed clients submit by timer"),
+            }
+        }
+    }
+
+    fn pick_class(&mut self) -> usize {
+        if self.cfg.classes.len() == 1 {
+            return 0;
+        }
+        let u: f64 = self.rng_class.random();
+        self.cfg
+            .classes
+            .iter()
+            .position(|c| u < c.cumulative)
+            .unwrap_or(self.cfg.classes.len() - 1)
+    }
+
+    /// A new job in a fresh slot, or in `reuse` (a thread's entity, timeslice mode).
+    fn new_job(
+        &mut self,
+        class: usize,
+        task: u32,
+        size: f64,
+        row: Option<TraceRow>,
+        reuse: Option<JobId>,
+    ) -> JobId {
+        let now = self.now;
+        let seq = self.issued - 1;
+        let measured = seq >= self.cfg.warmup && now >= self.cfg.warmup_time;
+        if measured {
+            self.start_measuring();
+            self.acct.measured_arrivals += 1;
+        }
+        let c = &self.cfg.classes[class];
+        let id = match reuse.or_else(|| self.free_jobs.pop().map(JobId)) {
+            Some(id) => id,
+            None => {
+                self.jobs.push(Job {
+                    view: JobView::new(JobId(self.jobs.len() as u32), 0.0, 0.0),
+                    seq: 0,
+                    task: 0,
+                    first_run: f64::NAN,
+                    cpu: NONE,
+                    on_cpu: NONE,
+                    rq: 0,
+                    switches: 0,
+                    migrations: 0,
+                    alive: false,
+                    measured: false,
+                    queued: false,
+                    queued_at: 0,
+                    ready_since: 0.0,
+                    burst_size: 0.0,
+                    burst_left: 0.0,
+                    bursts_left: 0,
+                    io_time: 0.0,
+                    io_since: 0.0,
+                    waited: 0.0,
+                    last_ran: f64::NEG_INFINITY,
+                    wakes: false,
+                    base_priority: 0.0,
+                    woke_from_io: false,
+                });
+                JobId((self.jobs.len() - 1) as u32)
+            }
+        };
+        let mut view = JobView::new(id, now, size);
+        view.class = class as u32;
+        view.task = task;
+        view.priority = c.priority;
+        view.tickets = c.tickets;
+        view.weight = c.weight;
+        view.deadline = c.deadline.map_or(f64::INFINITY, |d| now + d);
+        if let Some(r) = row {
+            view.priority = r.priority.unwrap_or(view.priority);
+            view.tickets = r.tickets.unwrap_or(view.tickets);
+            view.weight = r.weight.unwrap_or(view.weight);
+            view.deadline = r.deadline.map_or(view.deadline, |d| now + d);
+        }
+        let t = &mut self.tasks[task as usize];
+        // A task's first job is a fork; later ones wake it up.
+        let wakes = t.submitted > 0;
+        t.submitted += 1;
+        let bursts = c.bursts;
+        let old = &self.jobs[id.index()];
+        let (cpu, last_ran) = if reuse.is_some() {
+            (old.cpu, old.last_ran)
+        } else {
+            (NONE, f64::NEG_INFINITY)
+        };
+        self.jobs[id.index()] = Job {
+            seq,
+            task,
+            first_run: f64::NAN,
+            cpu,
+            on_cpu: NONE,
+            rq: old.rq,
+            switches: 0,
+            migrations: 0,
+            alive: true,
+            measured,
+            queued: false,
+            queued_at: 0,
+            ready_since: now,
+            burst_size: size / bursts as f64,
+            burst_left: size / bursts as f64,
+            bursts_left: bursts - 1,
+            io_time: 0.0,
+            io_since: 0.0,
+            waited: 0.0,
+            last_ran,
+            wakes,
+            base_priority: view.priority,
+            woke_from_io: false,
+            view,
+        };
+        if self.threads && task < self.persistent as u32 {
+            self.tasks[task as usize].entity = Some(id);
+        }
+        self.set_in_system(1);
+        id
+    }
+
+    /// The job's last burst is done (on CPU `cpu`, or in a fluid runqueue): it is measured,
+    /// and its task thinks and submits again, goes on with its next job on the same CPU (a
+    /// thread whose next request starts at once), or leaves.
+    pub(super) fn job_done(&mut self, id: JobId, cpu: Option<usize>) {
+        let now = self.now;
+        self.record(id);
+        let j = &self.jobs[id.index()];
+        let (task, r, w) = (j.task as usize, j.rq as usize, j.view.weight);
+        let persistent = task < self.persistent;
+        let closed = matches!(self.cfg.workload, Workload::Closed { .. });
+        let next_think = (closed && persistent && self.issued + self.pending < self.issue_limit)
+            .then(|| {
+                let class = &self.cfg.classes[self.tasks[task].class as usize];
+                class.think.sample(&mut self.rng_think)
+            });
+        if self.threads && closed && persistent {
+            if let Some(think) = next_think {
+                if let (true, Some(c)) = (think <= 0.0, cpu) {
+                    // The thread starts its next request at once: it keeps the CPU and
+                    // whatever is left of its slice, and stays runnable (and entitled).
+                    self.in_place_next(task);
+                    if self.tasks[task].slice_left > EPS {
+                        self.dispatch(c, id, true);
+                    } else {
+                        self.expired.push(id);
+                    }
+                    return;
+                }
+                // The thread sleeps while it thinks and wakes with the same entity.
+                self.leave_runqueue(r, id, Dequeue::Sleep);
+                self.set_runnable(r, -1, w);
+                self.set_entitlement(task, 0.0);
+                self.tasks[task].slept_at = now;
+                self.pending += 1;
+                self.timer(now + think, Timer::Think(task as u32));
+                return;
+            }
+        }
+        self.leave_runqueue(r, id, Dequeue::Exit);
+        self.set_runnable(r, -1, w);
+        self.set_entitlement(task, 0.0);
+        self.jobs[id.index()].alive = false;
+        if self.tasks[task].entity == Some(id) {
+            self.tasks[task].entity = None;
+        }
+        self.free_jobs.push(id.0);
+        match next_think {
+            Some(think) => {
+                self.tasks[task].slept_at = now;
+                if think <= 0.0 {
+                    self.submit(task as u32);
+                } else {
+                    self.pending += 1;
+                    self.timer(now + think, Timer::Think(task as u32));
+                }
+            }
+            None if !persistent => {
+                self.release_task(task);
+                self.free_tasks.push(task as u32);
+            }
+            None => {}
+        }
+    }
+
+    /// Thread mode: the task's entity takes its next job now, without leaving the CPU.
+    fn in_place_next(&mut self, task: usize) {
+        let class = self.tasks[task].class as usize;
+        let size = self.cfg.classes[class].size.sample(&mut self.rng_size);
+        self.issued += 1;
+        let id = self.tasks[task].entity.expect("thread entity");
+        let (cpu, rq, last_ran) = {
+            let j = &self.jobs[id.index()];
+            (j.cpu, j.rq, j.last_ran)
+        };
+        self.new_job(class, task as u32, size, None, Some(id));
+        let j = &mut self.jobs[id.index()];
+        j.cpu = cpu;
+        j.rq = rq;
+        j.last_ran = last_ran;
+    }
+}

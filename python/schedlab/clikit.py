@@ -1,0 +1,132 @@
+"""What every `schedlab` command shares: one-line errors, flags made from the vocabulary (so a
+flag, a TOML key and a Python keyword are one name), `--class 'k=v ...'` tables, policy
+parameter flags and `--spec FILE.toml` one-run files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, NoReturn
+
+from schedlab.vocabulary import CLASS_KEYS, KEYS, policy_catalog, spec_error
+
+
+class Parser(argparse.ArgumentParser):
+    """Errors in one line, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def flag(key: str) -> str:
+    return f"--{key.replace('_', '-')}"
+
+
+def cpus_arg(text: str) -> Any:
+    """A count (4) or a CPU list as written (0,1 or 0-3); the worlds read the list."""
+    return int(text) if text.strip().isdigit() else text
+
+
+_TYPES = {"str": str, "dist": str, "int": int, "float": float, "cpus": cpus_arg}
+
+
+def add_key_flags(parser: argparse.ArgumentParser, keys: list[str],
+                  skip: tuple[str, ...] = ()) -> None:
+    """One flag per key (`--context-switch` is `context_switch`), grouped by section, typed
+    by the key's form. Tables (params, classes, catalogues) have flags of their own."""
+    groups: dict[str, Any] = {}
+    for name in keys:
+        k = KEYS[name]
+        if name in skip or k.form in ("table", "tables"):
+            continue
+        group = groups.setdefault(k.section, parser.add_argument_group(f"{k.section} keys"))
+        if k.form == "bool":
+            group.add_argument(flag(name), action=argparse.BooleanOptionalAction, default=None,
+                               help=k.help)
+        else:
+            group.add_argument(flag(name), type=_TYPES[k.form], metavar=k.form.upper(),
+                               help=k.help)
+
+
+def add_policy_param_flags(parser: argparse.ArgumentParser, title: str) -> None:
+    """One `--PARAM` flag per parameter of any policy (dest `param_NAME`), in a group of its
+    own. No parameter shares a name with a key (the core checks), so none shadows a flag."""
+    seen: set[str] = set()
+    group = parser.add_argument_group(title)
+    for info in policy_catalog():
+        for param in info["params"]:
+            if param["name"] in seen:
+                continue
+            seen.add(param["name"])
+            group.add_argument(flag(param["name"]), dest=f"param_{param['name']}",
+                               metavar=param["kind"].upper(),
+                               help=f"{param['help']} ({param['unit']})")
+
+
+def _class_value(key: str, value: str) -> Any:
+    form = CLASS_KEYS[key].form
+    try:
+        if form == "int":
+            return int(value)
+        if form == "float":
+            return float(value)
+        if form == "cpus":
+            return [int(c) for c in value.split(",")] if "-" not in value else value
+    except ValueError:
+        kind = "a whole number" if form == "int" else "a number" if form == "float" \
+            else "CPU numbers like 0,1 or 0-1"
+        raise argparse.ArgumentTypeError(f"class field {key}={value}: expected {kind}") \
+            from None
+    return value
+
+
+def class_arg(allowed: tuple[str, ...] | None = None) -> Any:
+    """`--class 'name=big fraction=0.2 size=exp:10 priority=1 affinity=0,1'` as a table,
+    values typed by the class keys' forms."""
+    names = allowed or tuple(CLASS_KEYS)
+
+    def parse(text: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for part in text.split():
+            key, sep, value = part.partition("=")
+            if not sep or key not in names:
+                raise argparse.ArgumentTypeError(
+                    f"class field '{part}': expected key=value with key one of "
+                    f"{', '.join(names)}")
+            out[key] = _class_value(key, value)
+        return out
+
+    return parse
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """A one-run spec file: top-level keys, a [params] table, [[classes]]."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise spec_error("spec", path, "an existing TOML file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise spec_error("spec", path, f"valid TOML ({e})") from None
+
+
+def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
+    """A flat spec from `--spec FILE` (if any), then the key flags, the class tables and the
+    policy parameter flags on top."""
+    spec: dict[str, Any] = load_toml(args.spec) if getattr(args, "spec", None) else {}
+    for key in keys:
+        value = getattr(args, key, None)
+        if value is not None:
+            spec[key] = value
+    if getattr(args, "classes", None):
+        spec["classes"] = args.classes
+    params = dict(spec.pop("params", {}) or {})
+    for name, value in vars(args).items():
+        if name.startswith("param_") and value is not None:
+            params[name[len("param_"):]] = value
+    if params:
+        spec["params"] = params
+    return spec

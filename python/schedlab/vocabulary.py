@@ -1,0 +1,226 @@
+"""The one vocabulary: every key of every world, with its section, form, unit and help
+(declared once, in `crates/model/src/vocabulary.rs`), and the policy catalogue with each
+parameter's unit and typed default (declared by each policy in `crates/policy`).
+
+A key means the same in the CLI (`--context-switch`), an experiment file (`context_switch`
+in `[machine]`) and Python (`context_switch=`). Policy parameters never share a name with a
+key (the core refuses to compile otherwise), so a flat spec such as
+`simulate(policy="mlfq", boost_period=100, boost="windows")` is never ambiguous. How each world
+reads each key is declared in that world's table (`schedlab.worlds`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import schedlab._core as _core
+from schedlab._core import SpecError
+
+__all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", "spec_error",
+           "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
+           "param_value", "as_dist", "cpu_list"]
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    section: str  # policy, workload, machine, experiment, output, workload.classes
+    form: str  # str, int, float, bool, dist, cpus, table, tables
+    unit: str  # work, time, rate, count, ratio, bytes, bool, text, cpus, table
+    help: str
+
+
+KEYS: dict[str, Key] = {k["name"]: Key(**k) for k in _core.VOCABULARY}
+CLASS_KEYS: dict[str, Key] = {k["name"]: Key(**k) for k in _core.CLASS_VOCABULARY}
+# `policy = "kernel"`: the kernel's own policies (os world), whose parameters are the keys of
+# section "policy" other than policy and params.
+KERNEL = "kernel"
+# The kernel's policies (`sched`), and how reports name them.
+KERNEL_POLICIES = ("other", "batch", "idle", "fifo", "rr", "deadline")
+KERNEL_LABELS = {"other": "CFS", "batch": "BATCH", "idle": "IDLE", "fifo": "FIFO", "rr": "RR",
+                 "deadline": "DEADLINE"}
+KERNEL_PARAMS: dict[str, Key] = {n: k for n, k in KEYS.items()
+                                 if k.section == "policy" and n not in ("policy", "params")}
+
+
+def spec_error(key: str, value: Any, allowed: str) -> SpecError:
+    """A SpecError like the core's: key, value given, what is allowed."""
+    err = SpecError(f"{key} = {value}: expected {allowed}")
+    err.key, err.value, err.allowed = key, str(value), allowed
+    return err
+
+
+@cache
+def _catalog() -> tuple[dict[str, Any], ...]:
+    return tuple(_core.policies())
+
+
+def policy_catalog() -> list[dict[str, Any]]:
+    """Every policy: name, aliases, summary, params (name, kind, unit, allowed, default,
+    default_text, help)."""
+    return list(_catalog())
+
+
+def find_policy(name: str) -> dict[str, Any]:
+    wanted = str(name).lower()
+    for p in _catalog():
+        if p["name"] == wanted or wanted in p["aliases"]:
+            return p
+    names = ", ".join(p["name"] for p in _catalog())
+    raise spec_error("policy", name, f"one of {names}")
+
+
+@cache
+def param_units() -> dict[str, str]:
+    """The unit of every policy parameter name (one per name: the core checks it)."""
+    return {q["name"]: q["unit"] for p in _catalog() for q in p["params"]}
+
+
+def param_defaults(policy: str) -> dict[str, Any]:
+    """The typed defaults of a policy's parameters (those that have one)."""
+    if policy == KERNEL:
+        return {}
+    return {q["name"]: q["default"] for q in find_policy(policy)["params"]
+            if q["default"] is not None}
+
+
+def as_dist(value: Any) -> Any:
+    """A bare number is a constant: size=20 means det:20."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return f"det:{value}"
+    return value
+
+
+def cpu_list(value: Any) -> list[int]:
+    """CPU numbers from [0, 1], 1, '0-1' or '0,2' (the form `cpus`); ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, str):
+        out: list[int] = []
+        for part in value.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = part.split("-")
+                out.extend(range(int(lo), int(hi) + 1))
+            elif part:
+                out.append(int(part))
+        return out
+    if isinstance(value, list | tuple):
+        if any(isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v
+               for v in value):
+            raise ValueError(value)
+        return [int(v) for v in value]
+    raise ValueError(value)
+
+
+def param_value(key: str, value: Any) -> Any:
+    """A policy parameter as the core takes it: a number, a list of numbers or a bool (text
+    from the CLI is read as one of these)."""
+    if isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, list | tuple):
+        return [float(v) for v in value]
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "yes", "on"):
+            return True
+        if text in ("false", "no", "off"):
+            return False
+        try:
+            parts = [float(p) for p in text.split(",")]
+        except ValueError:
+            raise spec_error(key, value, "a number, a list of numbers or true/false") from None
+        if not all(math.isfinite(p) for p in parts):
+            raise spec_error(key, value, "finite numbers")
+        return parts[0] if len(parts) == 1 else parts
+    raise spec_error(key, value, "a number, a list of numbers or true/false")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
+    """A value checked against its key's form, so that a wrong type is one error naming the
+    key: a number where a word is expected goes on as text (the world then names the words it
+    takes), a whole number may be written 4.0, anything else of the wrong type is refused."""
+    path = where or key
+    form = k.form
+    if form == "str":
+        if _is_number(value) or isinstance(value, os.PathLike):
+            return str(value)
+        if not isinstance(value, str):
+            raise spec_error(path, value, "text")
+    elif form == "int":
+        if _is_number(value) and float(value).is_integer():
+            return int(value)
+        raise spec_error(path, value, "a whole number")
+    elif form == "float":
+        if not _is_number(value):
+            raise spec_error(path, value, "a number")
+    elif form == "bool":
+        if not isinstance(value, bool):
+            raise spec_error(path, value, "true or false")
+    elif form == "dist":
+        value = as_dist(value)
+        if not isinstance(value, str):
+            raise spec_error(path, value, f"a distribution ({_core.DIST_SYNTAX})")
+    elif form == "cpus":
+        if not (isinstance(value, int | str | list | tuple) and not isinstance(value, bool)):
+            raise spec_error(path, value, "a number of CPUs or a list of CPU numbers")
+    elif form == "table":
+        if not isinstance(value, dict):
+            raise spec_error(path, value, "a table")
+    elif form == "tables":
+        if not isinstance(value, list | tuple) or not all(isinstance(v, dict) for v in value):
+            raise spec_error(path, value, "a list of tables")
+    return value
+
+
+def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
+    """Keyword arguments as one flat spec: `policy` (a name, an alias, "kernel", or a policy
+    object from `schedlab.policies` carrying its params), `params` (a table) and the keys of
+    the vocabulary. Parameters may also be given by name; a name that is neither a key nor a
+    parameter of the policy is refused, naming both lists."""
+    params: dict[str, Any] = {}
+    if hasattr(policy, "name") and hasattr(policy, "params"):
+        params.update(policy.params)
+        policy = policy.name
+    if str(policy).lower() == KERNEL:
+        name, names = KERNEL, set(KERNEL_PARAMS)
+    else:
+        info = find_policy(str(policy))
+        name, names = info["name"], {p["name"] for p in info["params"]}
+    spec: dict[str, Any] = {"policy": name}
+    for key, value in kwargs.items():
+        if value is None:
+            continue
+        if key == "params":
+            params.update(value)
+        elif key in names:
+            params[key] = value
+        elif key in KEYS:
+            spec[key] = typed(key, value, KEYS[key])
+        else:
+            keys = ", ".join(k for k in KEYS if KEYS[k].section != "policy")
+            allowed = (f"a key ({keys}) or a parameter of policy {name} "
+                       f"({', '.join(sorted(names)) or 'none'})")
+            raise spec_error(key, value, allowed)
+    if params:
+        if name == KERNEL:
+            spec.update(params)  # the kernel's parameters are keys of the os world
+        else:
+            spec["params"] = {k: param_value(k, v) for k, v in params.items()}
+    if "classes" in spec:
+        spec["classes"] = [
+            {k: (typed(k, v, CLASS_KEYS[k], f"classes[{i}].{k}") if k in CLASS_KEYS else v)
+             for k, v in c.items() if v is not None} for i, c in enumerate(spec["classes"])]
+    return spec

@@ -1,0 +1,243 @@
+"""The simulator world: the discrete-event engine of `crates/sim`, run in this process.
+
+Its native keys are the fields of the core's `SimSpec` (`_core.SIM_KEYS`); the table below
+says how it reads every other key of the vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import schedlab._core as _core
+from schedlab.results import Result
+from schedlab.vocabulary import cpu_list, flat_spec
+from schedlab.worlds import (
+    NATIVE,
+    Translation,
+    check_native,
+    drops,
+    every_class,
+    io_bursts,
+    maps,
+    refuses,
+)
+
+# A kernel policy as the simulator models it: its textbook policy and parameters.
+MODEL_OF_KERNEL = {
+    "other": ("cfs", {}),
+    "batch": ("cfs", {}),
+    "fifo": ("priority", {"preemptive": True}),
+    "rr": ("priority", {"preemptive": True, "quantum": 100.0}),
+    "deadline": ("edf", {}),
+}
+KERNEL_ATTRIBUTES = ("sched", "rtprio", "runtime", "period")
+
+
+def _policy(t: Translation, key: str) -> None:
+    """A kernel policy (`policy = "kernel"`) becomes the textbook policy that models it."""
+    if not t.policy_is_kernel():
+        return
+    s = t.spec
+    classes = s.get("classes") or []
+    sched = s.pop("sched", "other")
+    kinds = {c.get("sched", sched) for c in classes} or {sched}
+    where = t.path("policy")
+    if len(kinds) > 1:
+        t.refuse(t.path("classes"), sorted(kinds), "different kernel policies in one run have "
+                 "no model in the simulator")
+        return
+    sched = kinds.pop()
+    if sched not in MODEL_OF_KERNEL:
+        t.refuse(t.where.get("sched", where), sched, f"SCHED_{sched.upper()} has no model in "
+                 "the simulator")
+        return
+    name, extra = MODEL_OF_KERNEL[sched]
+    s["policy"] = name
+    model = name + (" " + ", ".join(f"{k}={v}" for k, v in extra.items()) if extra else "")
+    t.note("policy", f"kernel {sched}", f"modelled by {model}")
+    if extra:
+        s["params"] = {**extra, **(s.get("params") or {})}
+    rtprio = s.pop("rtprio", 1)
+    deadline = s.pop("deadline", None)
+    for k in ("runtime", "period"):
+        s.pop(k, None)
+    if sched in ("fifo", "rr"):
+        for c in t.classes(create=True):
+            c["priority"] = 99 - c.get("rtprio", rtprio)
+        t.note("policy", f"kernel {sched}", "real-time priority p becomes priority 99 - p "
+               "(lower runs first)")
+    elif sched == "deadline":
+        for c in t.classes(create=True):
+            d = c.get("deadline", deadline)
+            if d is not None:
+                c["deadline"] = d
+    for c in t.spec.get("classes") or []:
+        for k in KERNEL_ATTRIBUTES:
+            c.pop(k, None)
+
+
+def _wait_dist(t: Translation, path: str, value: Any) -> Any:
+    """The os world's io (sleep:DIST, dsync:BYTES) as the simulator's I/O wait."""
+    if isinstance(value, str):
+        kind, sep, rest = value.partition(":")
+        if sep and kind.strip().lower() == "sleep":
+            return rest
+        if sep and kind.strip().lower() == "dsync":
+            t.refuse(path, value, "a synchronous write to a real disk has no model in the "
+                     "simulator (give io as a distribution of waiting times, or sleep:DIST)")
+            return None
+    return value
+
+
+def _io(t: Translation, key: str) -> None:
+    io_bursts(t, "sim")
+    if key in t.spec:
+        new = _wait_dist(t, t.path(key), t.spec[key])
+        if new is not None:
+            t.spec[key] = new
+
+
+def _class_io(t: Translation, i: int, key: str) -> None:
+    io_bursts(t, "sim")
+    c = t.spec["classes"][i]
+    if key in c:
+        new = _wait_dist(t, t.class_path(i, key), c[key])
+        if new is not None:
+            c[key] = new
+
+
+def _batch(t: Translation, key: str) -> None:
+    v = t.spec.pop(key)
+    t.put("clients", v, key)
+    t.put("jobs", v, key)
+    t.spec.setdefault("think", "det:0")
+
+
+def _class_batch(t: Translation, i: int, key: str) -> None:
+    c = t.spec["classes"][i]
+    n = c.pop(key)
+    c["clients"] = n
+    # The run's jobs: one per one-shot task of every class that has a batch.
+    if "batch-jobs" not in t.done:
+        t.done.add("batch-jobs")
+        t.spec["jobs"] = 0
+    t.spec["jobs"] += int(n) if isinstance(n, int | float) else 0
+    t.spec.setdefault("think", "det:0")
+
+
+def _cpus(t: Translation, key: str) -> None:
+    v = t.spec[key]
+    if isinstance(v, list | str):
+        t.spec[key] = len(cpu_list(v))
+
+
+def _affinity(t: Translation, key: str) -> None:
+    cpus = cpu_list(t.spec.pop(key))
+    for c in t.classes(create=True):
+        c.setdefault("affinity", cpus)
+
+
+def _class_affinity(t: Translation, i: int, key: str) -> None:
+    c = t.spec["classes"][i]
+    c[key] = cpu_list(c[key])
+
+
+def _start_pinned(t: Translation, key: str) -> None:
+    v = t.spec[key]
+    if isinstance(v, int) and not isinstance(v, bool):
+        return
+    try:
+        cpus = cpu_list(v)
+    except ValueError:
+        cpus = []
+    if len(cpus) != 1:
+        t.refuse(t.path(key), v, "the simulator starts every task on one CPU (give one CPU)")
+    else:
+        t.spec[key] = cpus[0]
+
+
+KERNEL_NOTE = "a kernel attribute: the simulator models kernel policies (policy = kernel)"
+SERVER_COST = "a key of the server's emulated cost: sizes are already ms here"
+
+KEYS = {
+    "policy": maps(_policy), "params": NATIVE,
+    "sched": drops(KERNEL_NOTE), "nice": maps(every_class), "rtprio": drops(KERNEL_NOTE),
+    "runtime": drops(KERNEL_NOTE), "deadline": maps(every_class), "period": drops(KERNEL_NOTE),
+    "arrival": NATIVE, "load": NATIVE, "size": NATIVE, "jobs": NATIVE, "time": NATIVE,
+    "clients": NATIVE, "think": NATIVE,
+    "batch": maps(_batch, "a batch of one-shot processes is as many clients that each run "
+                  "one job"),
+    "trace": NATIVE, "classes": NATIVE, "bursts": NATIVE, "io": maps(_io),
+    "io_device": NATIVE, "allow_unstable": NATIVE,
+    "bytes": refuses("the simulator has no model of file sizes in bytes: give size in ms "
+                     "(the server's cost turns it into bytes)"),
+    "files": drops("the simulator draws every job's size from the size law; the server "
+                   "serves a catalogue of files drawn from it"),
+    "catalogue": refuses("the simulator has no model of an explicit catalogue of files"),
+    "zipf": drops("the simulator draws every job's size from the size law; the server "
+                  "serves a catalogue of files drawn from it"),
+    "burst": refuses("the simulator has no model of a scripted burst: give it as a trace "
+                     "(arrival, size, class), which the server world reads as a burst"),
+    "cpus": maps(_cpus), "context_switch": NATIVE, "runqueues": NATIVE, "placement": NATIVE,
+    "choices": NATIVE, "balancer": NATIVE, "balance_interval": NATIVE,
+    "balance_interval_max": NATIVE, "imbalance": NATIVE, "migration_cost": NATIVE,
+    "cache_hot": NATIVE, "timeslice": NATIVE, "affinity": maps(_affinity),
+    "start_pinned": maps(_start_pinned),
+    "release_after": drops("no release in the simulator: tasks start on start_pinned's CPU "
+                           "and the balancer may move them from the start"),
+    "boost": NATIVE, "boost_max": NATIVE, "sleep_avg_max": NATIVE, "enforce": drops(),
+    "buffer": drops("not modelled: the simulator's queue is unbounded (the server's master "
+                    "blocks when the buffer is full)"),
+    "packet": drops(), "packet_unit": drops(), "cost": drops(SERVER_COST), "cost_mode": drops(),
+    "max_connections": drops(), "header_timeout": drops(), "idle_timeout": drops(),
+    "send_timeout": drops(), "drain_timeout": drops(),
+    "seed": NATIVE, "warmup": NATIVE, "warmup_time": NATIVE, "batches": NATIVE,
+    "threads": drops(), "connections": drops(), "timeout": drops(), "miss": drops(),
+    "keep_alive": drops(), "hard_timeout": drops(), "rttime": drops(), "job_counters": drops(),
+    "io_dir": drops(), "quiet_wait": drops(), "noise_threshold": drops(),
+    "retry_noisy": drops(), "pretend_missing": drops(),
+    "keep_jobs": NATIVE, "keep_schedule": NATIVE, "load_sample": NATIVE,
+    "hdr_log": drops(), "server_log": drops(),
+}
+
+CLASS_KEYS = {
+    "name": NATIVE, "fraction": NATIVE, "size": NATIVE,
+    "bytes": refuses("the simulator has no model of file sizes in bytes: give size in ms"),
+    "priority": NATIVE, "tickets": NATIVE, "weight": NATIVE, "nice": NATIVE,
+    "deadline": NATIVE, "clients": NATIVE,
+    "batch": maps(_class_batch, "one-shot processes are clients that each run one job"),
+    "think": NATIVE, "bursts": NATIVE, "io": maps(_class_io), "io_kind": NATIVE,
+    "affinity": maps(_class_affinity),
+    "start_pinned": refuses("the simulator pins every task or none (use "
+                            "machine.start_pinned)"),
+    "release_after": refuses("the simulator pins every task or none (use "
+                             "machine.start_pinned)"),
+    "prefix": drops(), "sched": drops(), "rtprio": drops(), "runtime": drops(),
+    "period": drops(), "rttime": drops(),
+}
+
+# The keys the core reads (its SimSpec); the table's NATIVE keys must be these (a test checks).
+NATIVE_KEYS = frozenset(_core.SIM_KEYS)
+NATIVE_CLASS_KEYS = frozenset(_core.SIM_CLASS_KEYS)
+
+
+def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A spec as the core takes it: parameters in `params`, bare numbers as `det:`."""
+    core = flat_spec(**spec)
+    check_native("sim", KEYS, NATIVE_KEYS, core)
+    return core
+
+
+def validate(spec: dict[str, Any]) -> dict[str, Any]:
+    """Checks a spec without running it; returns the spec the core accepts. Raises SpecError
+    naming the key, the value and what is allowed."""
+    core = core_spec(spec)
+    _core.validate(core)
+    return core
+
+
+def run(spec: dict[str, Any]) -> Result:
+    """Runs one simulation; per-job rows are kept unless `keep_jobs` is false."""
+    spec = {"keep_jobs": True, **spec}
+    core = core_spec(spec)
+    return Result.from_core(_core.simulate(core), core)

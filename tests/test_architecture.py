@@ -1,0 +1,81 @@
+"""The package's shape and its one vocabulary: no import cycles, each world a module with a
+table that reads every key of the vocabulary exactly once, no policy parameter named like a
+key, one unit per name."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+
+import pytest
+from conftest import BIN, ROOT
+from schedlab import _core, vocabulary, worlds
+from schedlab.worlds import Maps, Native
+from schedlab.worlds import os as os_world
+from schedlab.worlds import server as server_world
+from schedlab.worlds import sim as sim_world
+
+WORLD_MODULES = {"sim": sim_world, "server": server_world, "os": os_world}
+
+
+def test_import_contracts_hold():
+    # pyproject.toml: no cycles, layers, and no world importing another (lazy imports count).
+    r = subprocess.run([str(BIN / "lint-imports"), "--config", str(ROOT / "pyproject.toml"),
+                        "--no-cache"], cwd=ROOT / "python", capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "Contracts: 3 kept, 0 broken." in r.stdout
+
+
+def test_modules_take_only_submodules_and_the_core_from_the_root_package():
+    # The import contracts leave imports of the root package out (the compiled `_core` is not
+    # in their graph); this keeps that honest: nothing else is taken from the root, which
+    # re-exports the API and would hide a cycle.
+    package = ROOT / "python" / "schedlab"
+    submodules = {p.stem for p in package.glob("*.py")} | {p.name for p in package.iterdir()
+                                                           if p.is_dir()} | {"_core"}
+    for path in package.rglob("*.py"):
+        if path.name == "__init__.py" and path.parent == package:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "schedlab":
+                for alias in node.names:
+                    assert alias.name in submodules, (path, alias.name)
+
+
+@pytest.mark.parametrize("world", sorted(WORLD_MODULES))
+def test_each_world_reads_every_key_of_the_vocabulary_in_its_table(world):
+    mod = WORLD_MODULES[world]
+    assert set(mod.KEYS) == set(vocabulary.KEYS), set(mod.KEYS) ^ set(vocabulary.KEYS)
+    assert set(mod.CLASS_KEYS) == set(vocabulary.CLASS_KEYS), \
+        set(mod.CLASS_KEYS) ^ set(vocabulary.CLASS_KEYS)
+    # What the table calls native is what the world's code reads; a mapped key may stay
+    # (its value rewritten) or go, but a dropped or refused key never reaches the world.
+    for table, native in ((mod.KEYS, mod.NATIVE_KEYS), (mod.CLASS_KEYS, mod.NATIVE_CLASS_KEYS)):
+        declared = {k for k, t in table.items() if isinstance(t, Native)}
+        assert declared <= native, declared - native
+        assert native <= {k for k, t in table.items() if isinstance(t, Native | Maps)}
+
+
+def test_no_policy_parameter_has_the_name_of_a_key_and_each_name_has_one_unit():
+    # The core refuses to compile a colliding catalogue; this fails too if one ever gets in.
+    units: dict[str, str] = {}
+    for p in vocabulary.policy_catalog():
+        for q in p["params"]:
+            assert q["name"] not in vocabulary.KEYS, (p["name"], q["name"])
+            assert units.setdefault(q["name"], q["unit"]) == q["unit"], (p["name"], q["name"])
+            assert q["unit"] in ("work", "time", "rate", "count", "bool", "ratio")
+    # Service is work, converted per world; a period of wall-clock time is not.
+    assert units["quantum"] == units["slice"] == units["slices"] == "work"
+    assert units["boost_period"] == "time" and units["aging"] == "rate"
+
+
+def test_the_simulators_keys_are_the_vocabularys():
+    assert set(_core.SIM_KEYS) <= set(vocabulary.KEYS)
+    assert set(_core.SIM_CLASS_KEYS) <= set(vocabulary.CLASS_KEYS)
+
+
+def test_the_world_registry_lists_each_world_module():
+    for world, mod in WORLD_MODULES.items():
+        assert worlds.module(world) is mod
+        assert callable(mod.run) and callable(mod.validate)

@@ -1,0 +1,196 @@
+"""One summary for every world: the same per-job table through the summary code of the file
+server, of real processes and of `schedlab.results.summarize` gives the same numbers, key by
+key, and they follow the documented definitions (numpy computes them independently here); the
+simulator's own streaming summary equals `summarize` of its per-job table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import schedlab
+from schedlab import results, server
+from schedlab.osrun import build as os_build
+
+# Keys computed from the per-job table alone: the same in every world for the same table.
+FROM_TABLE = ["jobs", "response_mean", "response_p50", "response_p95", "response_p99",
+              "response_std", "response_max", "wait_mean", "wait_p50", "wait_p95", "wait_p99",
+              "wait_std", "slowdown_mean", "slowdown_p99", "throughput", "arrival_rate",
+              "mean_in_system", "context_switches", "migrations", "jain_slowdown",
+              "task_response_cv"]
+CLASSES = ["a", "b"]
+
+
+def job_table(n: int = 301, seed: int = 5) -> pd.DataFrame:
+    """Measured jobs of 4 closed clients in 2 classes, in completion order, starting at 0."""
+    rng = np.random.default_rng(seed)
+    arrival = np.sort(rng.exponential(3.0, n).cumsum() - 0.0)
+    arrival -= arrival[0]
+    size = rng.exponential(2.0, n) + 0.1
+    wait = rng.exponential(4.0, n)
+    response = size + wait
+    completion = arrival + response
+    order = np.argsort(completion, kind="stable")
+    client = rng.integers(0, 4, n)
+    df = pd.DataFrame({
+        "client": client, "class": client % 2, "arrival": arrival, "completion": completion,
+        "size": size, "wait": wait, "response": response, "slowdown": response / size,
+        "context_switches": rng.integers(0, 5, n).astype(float),
+        "migrations": rng.integers(0, 2, n).astype(float),
+    }).iloc[order].reset_index(drop=True)
+    return df
+
+
+def independent(jobs: pd.DataFrame) -> dict[str, float]:
+    """The definitions, computed with numpy: lower empirical quantiles (numpy's
+    inverted_cdf is the ceil(p n)-th value), sample std, Jain's (sum x)^2 / (n sum x^2)."""
+    r, w, s = (jobs[c].to_numpy() for c in ("response", "wait", "slowdown"))
+    start, end = jobs["arrival"].min(), jobs["completion"].max()
+    q = lambda x, p: float(np.quantile(x, p, method="inverted_cdf"))  # noqa: E731
+    means = jobs.groupby("client")["response"].mean()
+    return {
+        "jobs": len(jobs), "response_mean": r.mean(), "response_p50": q(r, 0.5),
+        "response_p95": q(r, 0.95), "response_p99": q(r, 0.99), "response_std": r.std(ddof=1),
+        "response_max": r.max(), "wait_mean": w.mean(), "wait_p50": q(w, 0.5),
+        "wait_p95": q(w, 0.95), "wait_p99": q(w, 0.99), "wait_std": w.std(ddof=1),
+        "slowdown_mean": s.mean(), "slowdown_p99": q(s, 0.99),
+        "throughput": len(jobs) / (end - start), "arrival_rate": len(jobs) / (end - start),
+        "mean_in_system": r.sum() / (end - start),
+        "context_switches": jobs["context_switches"].sum(),
+        "migrations": jobs["migrations"].sum(),
+        "jain_slowdown": s.sum() ** 2 / (len(s) * (s ** 2).sum()),
+        "task_response_cv": means.std(ddof=1) / means.mean(),
+    }
+
+
+def server_summary(jobs: pd.DataFrame) -> dict:
+    """The server world's summary code (schedlab.server._summary) on this table."""
+    p = server.plan({"policy": "fcfs", "jobs": len(jobs), "cost": "0ms+1ms/KiB",
+                     "classes": [{"name": "a", "clients": 2}, {"name": "b", "clients": 2}]})
+    ok = jobs.assign(service=jobs["size"], error=0)
+    s = {"duration": float(jobs["completion"].max()), "warmup": 0, "sent": len(jobs),
+         "missed_sends": 0, "errors": 0, "errors_by_kind": {}, "status": {"200": len(jobs)},
+         "bytes": 0, "throughput": 0.0, "offered_rate": 0.0, "response_p999": 0.0,
+         "connections": 4}
+    stats = {"busy_ms": [float(jobs["size"].sum())], "served": len(jobs), "aborted": 0,
+             "errors": {}, "drained": True}
+    summary, classes, tasks = server._summary(p, ok, ok, s, stats)
+    return {"summary": summary, "classes": classes, "tasks": tasks}
+
+
+def os_summary(jobs: pd.DataFrame) -> dict:
+    """The os world's summary code (schedlab.osrun.build._summary) on this table."""
+    wall = float(jobs["completion"].max())
+    n_tasks = 4
+    raw = {"wall_ms": wall, "dispatcher": None,
+           "coordinator": {"measure_cpu_ms": 0.0, "cpu_ms": 1.0, "samples_taken": 0},
+           "tasks": [{"measure_cpu_ms": 0.0, "unfinished": 0, "jobs_done": 0}] * n_tasks,
+           "contended_end_ms": wall, "contended_end": "time", "stopped_by_time": True,
+           "timed_out": False, "missing": {}, "warnings": []}
+    plan = {"cpus": [0], "tasks": [{"sched": {"policy": "other"}, "jobs": None}] * n_tasks}
+    options = {"dispatcher": None, "seed": 1, "warmup_time": 0.0, "class_names": CLASSES}
+    measured = jobs.assign(cpu_time=jobs["size"], io=0.0)
+    extras = pd.DataFrame({"cpu_time": measured.groupby("client")["size"].sum().to_numpy(),
+                           "user_ms": 0.0, "sys_ms": 0.0, "runqueue_wait": 0.0,
+                           "killed": None})
+    shares = [{"task": t, "class": CLASSES[t % 2], "service": 1.0, "entitled": 1.0,
+               "migrations": 0.0, "cpu": -1} for t in range(n_tasks)]
+    noise = {"noisy": False, "noise_reasons": [], "foreign_fraction": 0.0,
+             "steal_fraction": 0.0}
+    summary, classes, tasks = os_build._summary(raw, plan, options, measured, extras, shares,
+                                                pd.DataFrame(), 0, "test", noise)
+    return {"summary": summary, "classes": classes, "tasks": tasks}
+
+
+def test_one_table_gives_one_summary_in_every_world():
+    jobs = job_table()
+    counters = {"measure_start": 0.0, "measure_end": float(jobs["completion"].max())}
+    tasks = [{"task": t, "class": CLASSES[t % 2], "service": 1.0, "entitled": 1.0,
+              "migrations": 0.0, "cpu": -1} for t in range(4)]
+    ref, ref_classes, _ = results.summarize(jobs, tasks, CLASSES, counters)
+    want = independent(jobs)
+    for key in FROM_TABLE:
+        assert ref[key] == pytest.approx(want[key], rel=1e-12), key
+    for name, world in (("server", server_summary(jobs)), ("os", os_summary(jobs))):
+        for key in FROM_TABLE:
+            assert world["summary"][key] == ref[key], (name, key)
+        pd.testing.assert_frame_equal(world["classes"], ref_classes, check_exact=True)
+    # Per class: the same definitions over each class's jobs.
+    for c, name in enumerate(CLASSES):
+        mine = jobs[jobs["class"] == c]
+        row = ref_classes.set_index("class").loc[name]
+        assert row["response_p95"] == np.quantile(mine["response"], 0.95, method="inverted_cdf")
+        assert row["jobs"] == len(mine)
+
+
+def test_edge_cases_have_one_answer():
+    one = job_table(1)
+    s, _, _ = results.summarize(one, [], CLASSES, {"measure_start": 0.0, "measure_end": 1.0})
+    assert math.isnan(s["response_std"])
+    assert s["response_p50"] == s["response_p99"] == s["response_max"] == one["response"][0]
+    # Nothing served: every share is 0/0, so Jain's index over the tasks is undefined (NaN),
+    # not 1. (Jain of all-zero values is NaN as well: crates/model/src/stats.rs tests it.)
+    zero = [{"task": t, "class": "a", "service": 0.0, "entitled": 1.0, "migrations": 0.0,
+             "cpu": -1} for t in range(2)]
+    s, _, tasks = results.summarize(job_table(), zero, CLASSES, {"measure_start": 0.0,
+                                                                 "measure_end": 10.0})
+    assert math.isnan(s["jain_share"]) and tasks["share"].isna().all()
+    # A job whose client is unknown is a task of its own, not client 0's.
+    anon = job_table().drop(columns="client")
+    one_task = [{"task": 0, "class": "a", "service": 1.0, "entitled": 1.0, "migrations": 0.0,
+                 "cpu": -1}]
+    _, _, tasks = results.summarize(anon, one_task, CLASSES, {"measure_start": 0.0,
+                                                              "measure_end": 10.0})
+    assert math.isnan(tasks.set_index("task").loc[0, "response_mean"])
+    # A count a world could not read is NaN, not 0.
+    blind = job_table().assign(context_switches=np.nan)
+    s, _, _ = results.summarize(blind, [], CLASSES, {"measure_start": 0.0, "measure_end": 1.0})
+    assert math.isnan(s["context_switches"]) and s["migrations"] > 0
+
+
+@pytest.mark.parametrize("spec", [
+    {"policy": "rr", "quantum": 2, "clients": 6, "think": "exp:3", "size": "exp:2",
+     "jobs": 20_000, "classes": [{"name": "a", "fraction": 0.5}, {"name": "b", "size": "exp:5"}],
+     "batches": 10, "warmup": 500},
+    {"policy": "srpt", "load": 0.9, "size": "bpareto:1.5,1,1000", "jobs": 50_000, "cpus": 2,
+     "warmup": 1000},
+    {"policy": "cfs", "clients": 5, "size": "det:20", "think": "det:0", "time": 20_000.0,
+     "cpus": 2, "runqueues": "per-cpu", "balancer": "linux", "timeslice": 4},
+    # Every job arrives and completes inside the window (no warm-up, run to the last job):
+    # the table alone gives the counts the simulator kept as events happened.
+    {"policy": "ps", "load": 0.8, "size": "exp:1", "jobs": 5_000, "warmup": 0, "seed": 3},
+])
+def test_the_simulators_streaming_summary_is_summarize_of_its_table(spec):
+    r = schedlab.simulate(**spec)
+    s = r.summary
+    names = list(r.classes["class"])
+    tasks = [{"task": int(t.task), "class": t["class"], "service": float(t.service),
+              "entitled": float(t.entitled), "migrations": float(t.migrations),
+              "cpu": int(t.cpu)} for _, t in r.tasks.iterrows()]
+    counters = {k: s[k] for k in ("policy", "seed", "cpus", "measure_start", "measure_end",
+                                   "busy_time", "work_served", "overhead_time",
+                                   "runnable_mean_per_cpu", "offered_load", "sim_time",
+                                   "warmup_jobs", "unfinished", "events")}
+    window = s["measure_end"] - s["measure_start"]
+    counters.update(busy_per_cpu=[u * window for u in s["utilization_per_cpu"]],
+                    busy_span=window, batch_size=20_000 // 10 if "batches" in spec else 0)
+    # Arrivals, completions and time in system are the simulator's own counters (they include
+    # jobs that had not completed, or arrived in the warm-up); the table agrees with them only
+    # when every job of the window completed in it, as in the last case.
+    whole = "jobs" in spec and spec.get("warmup") == 0
+    again, classes, task_rows = results.summarize(r.jobs, tasks, names, counters)
+    for key in FROM_TABLE + ["response_batch_means"]:
+        a, b = again[key], s[key]
+        if isinstance(b, float) and math.isnan(b):
+            assert math.isnan(a), key
+        elif key in ("throughput", "arrival_rate", "mean_in_system"):
+            if whole:  # counted by events against summed from the table
+                assert a == pytest.approx(b, rel=1e-9), key
+        else:
+            assert a == b, key  # the same code in the same order: the same bits
+    pd.testing.assert_frame_equal(classes, r.classes, check_exact=True)
+    if len(tasks):
+        assert again["jain_share"] == pytest.approx(s["jain_share"], rel=1e-12)
+        assert list(task_rows["response_mean"]) == list(r.tasks["response_mean"])

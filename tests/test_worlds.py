@@ -1,0 +1,135 @@
+"""How each world reads a run's keys (schedlab.worlds): conversions by declared unit, refusals
+with the world's reason, and one name for a key in the CLI, a file and Python."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import schedlab
+from conftest import SCHEDLAB, cli_env
+from schedlab import _core, experiment, osrun, server, worlds
+from schedlab.worlds import translate
+
+# 1 KiB packets at 0.1 ms per KiB: 0.1 ms of service per packet.
+SERVER = {"cost": "0ms+0.1ms/KiB", "packet": 1024, "clients": 2, "jobs": 10, "size": "det:1"}
+
+
+def test_work_parameters_reach_the_server_as_packets_whatever_their_name():
+    # EEVDF's slice and per-class slices are work: 3 ms of service = 30 packets of 0.1 ms.
+    t = translate("server", {"policy": "eevdf", "params": {"slice": 3, "slices": [1, 6]},
+                             **SERVER})
+    assert t.skip is None
+    assert t.spec["params"] == {"slice": 30.0, "slices": [10.0, 60.0]}
+    assert server.plan(t.spec).serve["params"] == {"slice": 30.0, "slices": [10.0, 60.0]}
+    # A default in ms is converted too: EEVDF's default slice of 3 ms, RR's quantum of 10 ms.
+    assert translate("server", {"policy": "eevdf", **SERVER}).spec["params"] == {"slice": 30.0}
+    assert translate("server", {"policy": "rr", "params": {}, **SERVER}).spec["params"] == \
+        {"quantum": 100.0}
+    # MLFQ: quanta and allotments are work; the boost period is wall-clock time and stays ms.
+    t = translate("server", {"policy": "mlfq", "params": {"quanta": [1, 2], "boost_period": 50},
+                             **SERVER})
+    assert t.spec["params"] == {"quanta": [10.0, 20.0], "quantum": 100.0, "boost_period": 50}
+    # Without a per-size cost there is no conversion, and the run is refused with the reason.
+    t = translate("server", {"policy": "eevdf", "params": {"slice": 3}, "clients": 1,
+                             "jobs": 1})
+    assert t.skip is not None and "per-size part" in t.skip[2]
+    # A cost the server cannot read is an error naming it, not a run skipped for no per-size
+    # part.
+    with pytest.raises(schedlab.SpecError, match=r"^cost = 0ms\+0.1ms/KBB: expected "):
+        translate("server", {**SERVER, "policy": "rr", "cost": "0ms+0.1ms/KBB"})
+
+
+@pytest.mark.parametrize("policy, params", [("ps", {}), ("gps", {}), ("fb", {})])
+def test_fluid_policies_are_refused_by_every_world_that_cannot_run_them(policy, params):
+    run = {"policy": policy, "params": params, **SERVER}
+    assert translate("sim", run).skip is None
+    for world, reason in (("server", _core.SERVE_FLUID_REFUSED),
+                          ("os", _core.DISPATCH_FLUID_REFUSED)):
+        t = translate(world, run)
+        assert t.skip == ("policy", policy, reason), (world, t.skip)
+    # Called directly, each world refuses it too, naming the key, before anything starts.
+    with pytest.raises(schedlab.SpecError, match=r"^policy = .*one job at a time") as e:
+        server.validate({"policy": policy, "clients": 1, "jobs": 1})
+    assert _core.SERVE_FLUID_REFUSED in e.value.allowed
+    with pytest.raises(schedlab.SpecError, match=r"^policy = .*one job at a time") as e:
+        osrun.validate({"policy": policy, "clients": 1, "jobs": 1, "size": 1})
+    assert _core.DISPATCH_FLUID_REFUSED in e.value.allowed
+    # The dispatcher's own plan check refuses it as well (a plan written by hand).
+    plan, _ = osrun.build_plan({"policy": "rr", "clients": 1, "jobs": 1, "size": 1})
+    plan["dispatcher"]["policy"] = policy
+    with pytest.raises(schedlab.SpecError, match="one job at a time"):
+        _core.os_check(json.dumps(plan))
+
+
+def test_fb_with_a_quantum_runs_in_turns_and_is_not_refused():
+    run = {"policy": "fb", "params": {"quantum": 2}, **SERVER}
+    for world in worlds.WORLDS:
+        assert translate(world, run).skip is None, world
+
+
+def test_mlfq_boost_period_has_one_name_in_python_the_cli_and_a_file(tmp_path):
+    spec = {"load": 0.8, "size": "exp:10", "jobs": 20_000, "seed": 4}
+    py = schedlab.simulate("mlfq", quanta=[1, 10, 100], boost_period=50, **spec,
+                           keep_jobs=False).summary
+    off = schedlab.simulate("mlfq", quanta=[1, 10, 100], **spec, keep_jobs=False).summary
+    # The boost matters here: long jobs return to the top every 50 ms.
+    assert py["response_mean"] != pytest.approx(off["response_mean"], rel=1e-3)
+    r = subprocess.run([SCHEDLAB, "sim", "--policy", "mlfq", "--quanta", "1,10,100",
+                        "--boost-period", "50", "--load", "0.8", "--size", "exp:10", "--jobs",
+                        "20000", "--seed", "4", "--json"], capture_output=True, text=True,
+                       env=cli_env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["response_mean"] == py["response_mean"]
+    workload = {k: v for k, v in spec.items() if k != "seed"}
+    exp = experiment.load({"experiment": {"name": "b"}, "workload": workload,
+                           "policy": [{"name": "mlfq", "quanta": [1, 10, 100],
+                                       "boost_period": 50}]})
+    assert exp.runs[0].spec["params"]["boost_period"] == 50
+    # `boost` is the machine's wake-up boost (a word), never MLFQ's period.
+    with pytest.raises(schedlab.SpecError, match=r"^boost = 100: expected one of none, "
+                       "windows, linux26"):
+        schedlab.simulate("mlfq", boost=100, **spec)
+
+
+def test_kernel_policies_are_modelled_in_the_simulator_and_refused_by_the_server():
+    run = {"policy": "kernel", "params": {"sched": "fifo", "rtprio": 10}, "clients": 2,
+           "jobs": 4, "size": 5}
+    sim = translate("sim", run)
+    assert sim.spec["policy"] == "priority" and sim.spec["classes"][0]["priority"] == 89
+    assert any("modelled by priority" in n for n in sim.notes)
+    assert translate("server", run).skip[2].startswith("kernel policies schedule processes")
+    os_spec = translate("os", run).spec
+    assert "policy" not in os_spec and os_spec["sched"] == "fifo" and os_spec["rtprio"] == 10
+
+
+def test_os_flags_with_policy_parameters_validate_as_the_readme_writes_them():
+    # Flags arrive as text ("10", "true"): they are read as numbers and bools before the os
+    # world asks the core how the policy serves its jobs. Nothing is started.
+    from schedlab.cli import make_parser, native_keys
+    from schedlab.clikit import spec_from_args
+    from schedlab.worlds import os as os_world
+
+    args = make_parser().parse_args([
+        "os", "--policy", "lottery", "--balance", "true", "--quantum", "10", "--cpus", "1",
+        "--time", "3000", "--size", "det:1e6", "--class", "name=A tickets=30 clients=1",
+        "--class", "name=B tickets=20 clients=1"])
+    spec = spec_from_args(args, native_keys(os_world))
+    plan = os_world.validate(spec)
+    assert plan["dispatcher"]["params"] == {"balance": True, "quantum": 10.0}
+    with pytest.raises(schedlab.SpecError, match="^policy = ps"):
+        os_world.validate({**spec, "policy": "ps", "params": {}})
+
+
+def test_a_value_for_every_task_is_every_class_value_in_every_world():
+    # Top-level nice and deadline are every class's, unless a class sets its own: the same in
+    # the simulator and the server (which schedules classes by nice and deadline natively).
+    run = {"policy": "edf", "deadline": 10, "nice": 3, "classes": [{"name": "a"},
+           {"name": "b", "deadline": 5}], **SERVER}
+    for world in ("sim", "server"):
+        t = translate(world, run)
+        assert t.skip is None, world
+        assert [(c.get("deadline"), c.get("nice")) for c in t.spec["classes"]] == \
+            [(10, 3), (5, 3)], world
+    server.plan(translate("server", run).spec)  # and the server takes them
