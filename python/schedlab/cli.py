@@ -25,15 +25,48 @@ from schedlab.vocabulary import KEYS, policy_catalog, spec_error
 from schedlab.worlds import os as os_world
 from schedlab.worlds import sim as sim_world
 
+# (key, label, unit): the rows of the sim table; a key with a `KEY_ci` in the summary shows
+# its 95% interval beside it.
 SUMMARY_ROWS = [
-    ("response_mean", "response mean"), ("response_p50", "response p50"),
-    ("response_p95", "response p95"), ("response_p99", "response p99"),
-    ("response_std", "response std"), ("wait_mean", "wait mean"),
-    ("slowdown_mean", "slowdown mean"), ("throughput", "throughput"),
-    ("utilization", "utilization"), ("context_switches", "context switches"),
-    ("migrations", "migrations"), ("task_response_cv", "CV of task mean responses"),
-    ("jain_slowdown", "Jain (slowdown)"), ("jain_share", "Jain (share/entitled)"),
+    ("response_mean", "response mean", "ms"), ("response_p50", "response p50", "ms"),
+    ("response_p95", "response p95", "ms"), ("response_p99", "response p99", "ms"),
+    ("response_std", "response std", "ms"), ("wait_mean", "wait mean", "ms"),
+    ("wait_p99", "wait p99", "ms"), ("slowdown_mean", "slowdown mean", "ratio"),
+    ("throughput", "throughput", "jobs/ms"), ("utilization", "utilization", "ratio"),
+    ("context_switches", "context switches", "count"), ("migrations", "migrations", "count"),
+    ("task_response_cv", "CV of task mean responses", "ratio"),
+    ("jain_slowdown", "Jain (slowdown)", "ratio"), ("jain_share", "Jain (share/entitled)", "ratio"),
 ]
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and value == value
+
+
+def interval_text(ci: Any) -> str:
+    """`[low, high]` of a summary's `KEY_ci`, or empty when there is none."""
+    if not isinstance(ci, list | tuple) or len(ci) != 2 or not all(map(_finite, ci)):
+        return ""
+    return f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+
+
+def run_notes(s: dict[str, Any]) -> list[str]:
+    """What a reader must know about a run's numbers: its warm-up, how its intervals were
+    obtained, and whether it reached the precision asked for (a warning when not)."""
+    notes = [f"warm-up: {s.get('warmup_jobs', 0)} jobs, measured from "
+             f"{s.get('warmup_time', float('nan')):.4g} ms"]
+    if s.get("ci_batches"):
+        how = ("uncorrelated" if s.get("ci_uncorrelated")
+               else "NOT shown uncorrelated: too few jobs to trust them")
+        notes.append(f"95% intervals from {s['ci_batches']} batches of {s['ci_batch_size']} "
+                     f"jobs ({how}); precision of the mean "
+                     f"{s.get('response_mean_precision', float('nan')):.2%}")
+    if s.get("precision_reached") is False:
+        notes.append(f"WARNING: precision {s['precision']:g} not reached "
+                     f"({s.get('response_mean_precision', float('nan')):.2%} at the cap); "
+                     "raise max_jobs")
+    return notes
+
 
 # Tables a run can write, by the Result attribute that holds them.
 TABLE_OUTPUTS = {
@@ -84,17 +117,23 @@ def cmd_sim(args: argparse.Namespace) -> int:
     table = Table(title=f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed {s['seed']}")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, label in SUMMARY_ROWS:
+    table.add_column("95% interval", justify="right")
+    table.add_column("unit")
+    for key, label, unit in SUMMARY_ROWS:
         value = s.get(key)
         if value is None or (isinstance(value, float) and value != value):
             continue
-        table.add_row(label, f"{value:.4g}" if isinstance(value, float) else str(value))
+        table.add_row(label, f"{value:.4g}" if isinstance(value, float) else str(value),
+                      interval_text(s.get(f"{key}_ci")), unit)
     if s["cpus"] > 1:
         for key, label in (("utilization_per_cpu", "utilization per CPU"),
                            ("runnable_mean_per_cpu", "runnable jobs per runqueue")):
-            table.add_row(label, " ".join(f"{v:.3g}" for v in s[key]))
+            table.add_row(label, " ".join(f"{v:.3g}" for v in s[key]), "",
+                          "ratio" if key == "utilization_per_cpu" else "jobs")
     console = Console()
     console.print(table)
+    for note in run_notes(s):
+        console.print(note, style="bold red" if note.startswith("WARNING") else None)
     if len(result.classes) > 1:
         console.print(result.classes.to_string(index=False))
     return 0

@@ -30,7 +30,13 @@ def cpus_arg(text: str) -> Any:
     return int(text) if text.strip().isdigit() else text
 
 
-_TYPES = {"str": str, "dist": str, "int": int, "float": float, "cpus": cpus_arg}
+def int_or_auto(text: str) -> Any:
+    """A whole number, or the word auto (kept as text; the key's check names what is allowed)."""
+    return int(text) if text.strip().lstrip("-").isdigit() else text.strip()
+
+
+_TYPES = {"str": str, "dist": str, "int": int, "float": float, "cpus": cpus_arg,
+          "int|auto": int_or_auto}
 
 
 def add_key_flags(parser: argparse.ArgumentParser, keys: list[str],

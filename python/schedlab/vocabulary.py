@@ -163,6 +163,12 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
         if _is_number(value) and float(value).is_integer():
             return int(value)
         raise spec_error(path, value, "a whole number")
+    elif form == "int|auto":
+        if value == "auto":
+            return value
+        if _is_number(value) and float(value).is_integer() and value >= 0:
+            return int(value)
+        raise spec_error(path, value, "a whole number >= 0, or auto")
     elif form == "float":
         if not _is_number(value):
             raise spec_error(path, value, "a number")

@@ -7,6 +7,7 @@
 pub mod dist;
 pub mod entitlement;
 pub mod error;
+pub mod output;
 pub mod params;
 pub mod placement;
 pub mod stats;

@@ -85,10 +85,10 @@ pub struct Quantiles {
 
 pub const EXACT_LIMIT: usize = 4_000_000;
 /// HdrHistogram records integers: values are kept in units of 1e-6.
-const SCALE: f64 = 1e6;
+pub(crate) const SCALE: f64 = 1e6;
 /// Largest value the histogram tracks exactly (in units of 1e-6: 1e12 time units); larger
 /// values are recorded as this one.
-const HIGHEST: u64 = 1_000_000_000_000_000_000;
+pub(crate) const HIGHEST: u64 = 1_000_000_000_000_000_000;
 
 impl Quantiles {
     #[inline]

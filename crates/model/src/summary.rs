@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::output::{mser5, Interval, SeriesStats};
 use crate::stats::{jain, Moments, Quantiles};
 
 /// The quantiles every summary reports.
@@ -155,6 +156,11 @@ pub struct Counters {
     /// Integral of the number of jobs present over the measured interval; None: the measured
     /// jobs' time inside the interval, from the table.
     pub in_system_area: Option<f64>,
+    /// Target relative half-width of the mean response's 95% interval (None: not asked).
+    pub precision: Option<f64>,
+    /// `summarize` only: choose the warm-up from the table (MSER-5 on the responses in
+    /// arrival order) and leave those jobs out.
+    pub auto_warmup: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -201,10 +207,33 @@ pub struct Summary {
     pub work_served: f64,
     pub overhead_time: f64,
     pub warmup_jobs: u64,
+    /// When the warm-up ended: the arrival of the first measured job (ms).
+    pub warmup_time: f64,
     pub unfinished: u64,
     pub events: Option<u64>,
     /// Mean response of each batch of measured jobs, in completion order (key `batches`).
     pub response_batch_means: Vec<f64>,
+    /// 95% intervals `[low, high]` of one run (docs/statistics.md): batch means for the
+    /// means, sectioning for the quantiles.
+    pub response_mean_ci: [f64; 2],
+    pub response_p50_ci: [f64; 2],
+    pub response_p95_ci: [f64; 2],
+    pub response_p99_ci: [f64; 2],
+    pub wait_mean_ci: [f64; 2],
+    pub wait_p50_ci: [f64; 2],
+    pub wait_p95_ci: [f64; 2],
+    pub wait_p99_ci: [f64; 2],
+    /// The batches behind the mean response's interval: how many, jobs in each, and whether
+    /// batches of a tested size showed no autocorrelation (false: too few jobs to tell).
+    pub ci_batches: u64,
+    pub ci_batch_size: u64,
+    pub ci_uncorrelated: bool,
+    /// Half-width of the mean response's interval over the mean (the run's precision).
+    pub response_mean_precision: f64,
+    /// The precision asked for (key `precision`; NaN: none), and whether the run reached
+    /// it (null when none was asked).
+    pub precision: f64,
+    pub precision_reached: Option<bool>,
 }
 
 /// Per class: moments, and quantiles when there is more than one class.
@@ -237,6 +266,8 @@ pub struct Summarizer {
     batch_size: u64,
     batch: Moments,
     batch_means: Vec<f64>,
+    response_series: SeriesStats,
+    wait_series: SeriesStats,
 }
 
 #[inline]
@@ -271,6 +302,8 @@ impl Summarizer {
             batch_size,
             batch: Moments::default(),
             batch_means: Vec::new(),
+            response_series: SeriesStats::default(),
+            wait_series: SeriesStats::default(),
         }
     }
 
@@ -278,12 +311,14 @@ impl Summarizer {
     pub fn add(&mut self, j: &JobRow) {
         self.response.add(j.response);
         self.q_response.record(j.response);
+        self.response_series.add(j.response);
         // One test for the common row (every column known; NaN or inf poisons the sum), so
         // that the simulator pays for the server's unknown columns only when it has them.
         let known = (j.wait + j.slowdown + j.context_switches + j.migrations).is_finite();
         if known {
             self.wait.add(j.wait);
             self.q_wait.record(j.wait);
+            self.wait_series.add(j.wait);
             self.slowdown.add(j.slowdown);
             self.q_slowdown.record(j.slowdown);
             self.context_switches += j.context_switches;
@@ -291,6 +326,9 @@ impl Summarizer {
             self.counted_switches = true;
             self.counted_migrations = true;
         } else {
+            if j.wait.is_finite() {
+                self.wait_series.add(j.wait);
+            }
             add_finite(&mut self.wait, Some(&mut self.q_wait), j.wait);
             add_finite(&mut self.slowdown, Some(&mut self.q_slowdown), j.slowdown);
             if j.context_switches.is_finite() {
@@ -341,6 +379,12 @@ impl Summarizer {
         self.response.n
     }
 
+    /// The 95% interval of the mean response so far (see [`crate::output`]).
+    pub fn response_mean_interval(&self) -> Interval {
+        self.response_series
+            .mean_interval(self.response.mean_or_nan())
+    }
+
     /// The summary, the class table and the task table. `counters` must have every count
     /// resolved (see [`summarize`] for a world that has none of its own).
     pub fn finish(
@@ -353,6 +397,17 @@ impl Summarizer {
         let per_window = |x: f64| if window > 0.0 { x / window } else { f64::NAN };
         let qr = self.q_response.quantiles(&PERCENTILES);
         let qw = self.q_wait.quantiles(&PERCENTILES);
+        let rmean = self
+            .response_series
+            .mean_interval(self.response.mean_or_nan());
+        let rq = self.response_series.quantile_intervals(&PERCENTILES, &qr);
+        let wmean = self.wait_series.mean_interval(self.wait.mean_or_nan());
+        let wq = self.wait_series.quantile_intervals(&PERCENTILES, &qw);
+        let response_mean_precision = rmean.half_width() / self.response.mean_or_nan().abs();
+        let precision = c.precision.unwrap_or(f64::NAN);
+        let precision_reached = c
+            .precision
+            .map(|p| rmean.uncorrelated && response_mean_precision <= p);
         let qs = self.q_slowdown.quantiles(&[0.99]);
         let utilization_per_cpu: Vec<f64> = c
             .busy_per_cpu
@@ -458,10 +513,25 @@ impl Summarizer {
             work_served: c.work_served,
             overhead_time: c.overhead_time,
             warmup_jobs: c.warmup_jobs,
+            warmup_time: c.measure_start,
             unfinished: c.unfinished,
             events: c.events,
             // A last, partial batch (jobs not divisible by batches) is left out.
             response_batch_means: std::mem::take(&mut self.batch_means),
+            response_mean_ci: rmean.pair(),
+            response_p50_ci: rq[0].pair(),
+            response_p95_ci: rq[1].pair(),
+            response_p99_ci: rq[2].pair(),
+            wait_mean_ci: wmean.pair(),
+            wait_p50_ci: wq[0].pair(),
+            wait_p95_ci: wq[1].pair(),
+            wait_p99_ci: wq[2].pair(),
+            ci_batches: rmean.batches as u64,
+            ci_batch_size: rmean.batch_size,
+            ci_uncorrelated: rmean.uncorrelated,
+            response_mean_precision,
+            precision,
+            precision_reached,
         };
         (summary, classes, task_rows)
     }
@@ -503,23 +573,51 @@ pub fn summarize(
     counters: &Counters,
 ) -> (Summary, Vec<ClassRow>, Vec<TaskRow>) {
     let mut s = Summarizer::new(class_names, counters.batch_size);
-    let (start, end) = (counters.measure_start, counters.measure_end);
+    let mut c = counters.clone();
+    let keep = if c.auto_warmup {
+        auto_warmup(jobs, &mut c)
+    } else {
+        vec![true; jobs.len()]
+    };
+    let (start, end) = (c.measure_start, c.measure_end);
     let inside = |t: f64| t >= start && t <= end;
     let mut arrivals = 0;
     let mut completions = 0;
     let mut area = 0.0;
-    for i in 0..jobs.len() {
+    for i in (0..jobs.len()).filter(|&i| keep[i]) {
         let row = jobs.row(i);
         s.add(&row);
         arrivals += u64::from(inside(row.arrival));
         completions += u64::from(inside(row.completion));
         area += (row.completion.min(end) - row.arrival.max(start)).max(0.0);
     }
-    let mut c = counters.clone();
     c.arrivals_in_window.get_or_insert(arrivals);
     c.completions_in_window.get_or_insert(completions);
     c.in_system_area.get_or_insert(area);
     s.finish(&c, tasks)
+}
+
+/// MSER-5 on the table's responses in arrival order: the rows to keep. The measured interval
+/// then opens at the first kept arrival, and the counts in it come from the table.
+fn auto_warmup(jobs: &JobTable, c: &mut Counters) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by(|&a, &b| jobs.arrival[a].total_cmp(&jobs.arrival[b]));
+    let series: Vec<f64> = order.iter().map(|&i| jobs.response[i]).collect();
+    let cut = mser5(&series).discard;
+    let mut keep = vec![true; jobs.len()];
+    for &i in &order[..cut] {
+        keep[i] = false;
+    }
+    if let Some(&first) = order.get(cut) {
+        c.measure_start = c.measure_start.max(jobs.arrival[first]);
+    }
+    if cut > 0 {
+        c.arrivals_in_window = None;
+        c.completions_in_window = None;
+        c.in_system_area = None;
+    }
+    c.warmup_jobs += cut as u64;
+    keep
 }
 
 #[cfg(test)]

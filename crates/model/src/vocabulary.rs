@@ -45,6 +45,8 @@ pub enum Form {
     Dist,
     /// CPUs: a count, a list of CPU numbers, or text like "0-1".
     Cpus,
+    /// A whole number, or the word `auto`.
+    IntOrAuto,
     /// A table (policy parameters).
     Table,
     /// A list of tables.
@@ -60,6 +62,7 @@ impl Form {
             Form::Bool => "bool",
             Form::Dist => "dist",
             Form::Cpus => "cpus",
+            Form::IntOrAuto => "int|auto",
             Form::Table => "table",
             Form::Tables => "tables",
         }
@@ -159,7 +162,9 @@ pub const KEYS: &[Key] = &[
     key("drain_timeout", S::Machine, F::Float, U::Time, "server: ms to finish requests in flight at stop; default 30000"),
 
     key("seed", S::Experiment, F::Int, U::Count, "random seed; same seed, same run; default 1"),
-    key("warmup", S::Experiment, F::Int, U::Count, "jobs discarded at the start (by arrival order)"),
+    key("warmup", S::Experiment, F::IntOrAuto, U::Count, "jobs discarded at the start (by arrival order), or auto: chosen by MSER-5 on the responses; default auto for open workloads, 0 otherwise"),
+    key("precision", S::Experiment, F::Float, U::Ratio, "run until the mean response's 95% interval is this narrow: half-width over mean, e.g. 0.01; jobs is then the first look"),
+    key("max_jobs", S::Experiment, F::Int, U::Count, "sim: cap of a run until precise, in measured jobs; default 100000000"),
     key("warmup_time", S::Experiment, F::Float, U::Time, "jobs arriving before this time (ms) are discarded"),
     key("batches", S::Experiment, F::Int, U::Count, "split the measured jobs into this many batches and report each batch's mean response (batch means)"),
     key("threads", S::Experiment, F::Int, U::Count, "server: load generator threads; default 1"),

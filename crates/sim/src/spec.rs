@@ -67,13 +67,44 @@ pub struct SimSpec {
     pub boost_max: Option<f64>,
     pub sleep_avg_max: Option<f64>,
     pub seed: Option<u64>,
-    pub warmup: Option<u64>,
+    pub warmup: Option<WarmupSpec>,
     pub warmup_time: Option<f64>,
+    pub precision: Option<f64>,
+    pub max_jobs: Option<u64>,
     pub batches: Option<u32>,
     pub keep_jobs: Option<bool>,
     pub keep_schedule: Option<bool>,
     pub load_sample: Option<f64>,
 }
+
+/// `warmup`: a number of jobs, or "auto" (MSER-5, `schedlab_model::output`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum WarmupSpec {
+    Jobs(u64),
+    Word(String),
+}
+
+/// How the warm-up is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Warmup {
+    Jobs(u64),
+    /// MSER-5 on a pilot run's responses in arrival order (the default for open workloads).
+    Auto,
+}
+
+/// Run until the mean response's 95% interval is this narrow (relative half-width), or
+/// until `max_jobs` measured jobs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Precision {
+    pub target: f64,
+    pub max_jobs: u64,
+}
+
+/// The cap of a run until precise when `max_jobs` is not given.
+pub const DEFAULT_MAX_JOBS: u64 = 100_000_000;
+/// Measured jobs before the first look at the precision, when `jobs` is not given.
+pub const DEFAULT_MIN_JOBS: u64 = 10_000;
 
 /// The keys the simulator reads, as named in `SimSpec` (each one of the vocabulary's).
 pub fn keys() -> Vec<String> {
@@ -101,6 +132,7 @@ pub const IO_KINDS: &[(&str, f64)] = &[
     ("sound", 8.0),
 ];
 
+#[derive(Clone)]
 pub struct Class {
     pub name: String,
     /// Cumulative probability up to and including this class.
@@ -119,6 +151,7 @@ pub struct Class {
     pub affinity: Vec<u32>,
 }
 
+#[derive(Clone)]
 pub enum Workload {
     Open {
         arrival: Dist,
@@ -152,6 +185,7 @@ pub enum Boost {
 }
 
 /// The machine: CPUs, their runqueues, placement and balancing.
+#[derive(Clone)]
 pub struct Machine {
     pub cpus: usize,
     pub context_switch: f64,
@@ -165,16 +199,19 @@ pub struct Machine {
     pub boost: Boost,
 }
 
+#[derive(Clone)]
 pub struct Config {
     pub policy: String,
     pub params: Params,
     pub workload: Workload,
     pub classes: Vec<Class>,
     pub io_device: IoDevice,
+    /// Measured jobs (with `precision`: the first look at it).
     pub jobs: Option<u64>,
     pub time: Option<f64>,
-    pub warmup: u64,
+    pub warmup: Warmup,
     pub warmup_time: f64,
+    pub precision: Option<Precision>,
     pub machine: Machine,
     pub seed: u64,
     pub keep_jobs: bool,
@@ -352,11 +389,15 @@ impl SimSpec {
                 ));
             }
         }
-        if self.jobs.is_none() && time.is_none() && !matches!(workload, Workload::Trace { .. }) {
+        if self.jobs.is_none()
+            && time.is_none()
+            && self.precision.is_none()
+            && !matches!(workload, Workload::Trace { .. })
+        {
             return Err(err(
                 "jobs",
                 "(missing)",
-                "a number of jobs, or time, to stop the run",
+                "a number of jobs, time or precision to stop the run",
             ));
         }
         let load_sample = positive("load_sample", self.load_sample)?;
@@ -368,6 +409,58 @@ impl SimSpec {
             ));
         }
 
+        let warmup = match &self.warmup {
+            Some(WarmupSpec::Jobs(n)) => Warmup::Jobs(*n),
+            Some(WarmupSpec::Word(w)) if w == "auto" => Warmup::Auto,
+            Some(WarmupSpec::Word(w)) => {
+                return Err(err("warmup", w, "a whole number of jobs >= 0, or auto"))
+            }
+            // Open workloads start empty, far from their steady state; a trace is the jobs
+            // the user gave, all measured; a closed workload starts with every client.
+            // An unstable queue has no steady state to wait for.
+            None if matches!(workload, Workload::Open { .. })
+                && !self.allow_unstable.unwrap_or(false) =>
+            {
+                Warmup::Auto
+            }
+            None => Warmup::Jobs(0),
+        };
+        let precision = match (self.precision, self.max_jobs) {
+            (None, None) => None,
+            (None, Some(m)) => {
+                return Err(err(
+                    "max_jobs",
+                    m,
+                    "precision as well: it caps a run until precise",
+                ))
+            }
+            (Some(p), _) if !(p > 0.0 && p < 1.0) => {
+                return Err(err(
+                    "precision",
+                    p,
+                    "a relative half-width > 0 and < 1, e.g. 0.01",
+                ))
+            }
+            (Some(p), _) if time.is_some() => {
+                return Err(err(
+                    "precision",
+                    p,
+                    "a run that stops by jobs: give max_jobs, not time",
+                ))
+            }
+            (Some(p), _) if matches!(workload, Workload::Trace { .. }) => {
+                return Err(err(
+                    "precision",
+                    p,
+                    "a generated workload (a trace has its jobs)",
+                ))
+            }
+            (Some(_), Some(0)) => return Err(err("max_jobs", 0, "a whole number >= 1")),
+            (Some(target), max) => Some(Precision {
+                target,
+                max_jobs: max.unwrap_or(DEFAULT_MAX_JOBS),
+            }),
+        };
         let batch_size = match (self.batches, self.jobs) {
             (None, _) => 0,
             (Some(0), _) => return Err(err("batches", 0, "a whole number >= 1")),
@@ -391,8 +484,9 @@ impl SimSpec {
             io_device,
             jobs: self.jobs,
             time,
-            warmup: self.warmup.unwrap_or(0),
+            warmup,
             warmup_time,
+            precision,
             machine,
             seed: self.seed.unwrap_or(1),
             keep_jobs: self.keep_jobs.unwrap_or(false),

@@ -68,7 +68,7 @@ fn conservation_and_littles_law_mm1() {
         load: Some(0.8),
         size: Some("exp:1".into()),
         jobs: Some(200_000),
-        warmup: Some(1000),
+        warmup: Some(schedlab_sim::spec::WarmupSpec::Jobs(1000)),
         seed: Some(3),
         ..Default::default()
     };

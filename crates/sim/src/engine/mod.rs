@@ -38,10 +38,11 @@ use schedlab_policy::{Enqueue, JobId, JobView, Policy, Service};
 
 use crate::balance::{self, Balancer};
 use crate::mintree::MinTree;
-use crate::spec::{Config, Runqueues, Workload};
+use crate::spec::{Config, Runqueues, Warmup, Workload, DEFAULT_MIN_JOBS};
 use crate::SpecError;
 use accounting::Accounting;
 pub use results::{LoadRow, LoadSample, Segment};
+use schedlab_model::output::mser5;
 
 /// Everything one run returns.
 pub struct Output {
@@ -220,6 +221,12 @@ struct Engine<'a> {
     /// Closed clients thinking or about to submit (their next job is not issued yet).
     pending: u64,
     issue_limit: u64,
+    /// Arrivals before this many are warm-up (by arrival order).
+    warmup: u64,
+    /// A run until precise: its target and the measured jobs at which it looks next.
+    precision: Option<(f64, u64)>,
+    /// Looks in a row at which the interval was narrow enough.
+    precise_looks: u32,
     timers: BinaryHeap<Reverse<(Time, u64, Timer)>>,
     timer_seq: u64,
     device_queue: VecDeque<(u32, f64)>,
@@ -238,6 +245,61 @@ struct Engine<'a> {
 }
 
 pub fn run(cfg: &Config) -> Result<Output, SpecError> {
+    let warmup = match cfg.warmup {
+        Warmup::Jobs(n) => n,
+        Warmup::Auto => pilot_warmup(cfg)?,
+    };
+    run_with_warmup(cfg, warmup)
+}
+
+/// Pilot runs of the first jobs (same seed, so the same arrivals), 2,000 then four times
+/// more each time, until MSER-5 places the end of the warm-up in the first half of the
+/// series, or the pilot reaches a quarter of the run's length (so that pilots cost at most
+/// about half the run; a run too short to tell takes the truncation found, at most half the
+/// pilot). Each pilot goes on a quarter longer
+/// than the series it looks at, so that the jobs looked at are not the ones draining at its
+/// end. Returns the jobs to discard.
+fn pilot_warmup(cfg: &Config) -> Result<u64, SpecError> {
+    let total = match (&cfg.workload, cfg.precision, cfg.jobs) {
+        (Workload::Trace { rows }, _, _) => rows.len() as u64,
+        (_, Some(p), _) => p.max_jobs,
+        (_, None, Some(j)) => j,
+        (_, None, None) => PILOT_MAX,
+    };
+    let longest = (total / 4).clamp(PILOT_START.min(total), PILOT_MAX);
+    let mut n = PILOT_START.min(longest);
+    loop {
+        let mut pilot = cfg.clone();
+        pilot.warmup = Warmup::Jobs(0);
+        pilot.jobs = Some(n + n / 4);
+        pilot.precision = None;
+        pilot.keep_jobs = true;
+        pilot.keep_schedule = false;
+        pilot.load_sample = None;
+        pilot.batch_size = 0;
+        let out = run_with_warmup(&pilot, 0)?;
+        let table = out.jobs.expect("pilot keeps its jobs");
+        let mut by_arrival = vec![f64::NAN; n as usize];
+        for (i, &seq) in table.job.iter().enumerate() {
+            if seq < n {
+                by_arrival[seq as usize] = table.response[i];
+            }
+        }
+        // Jobs still running at the pilot's end (rare: it drains) are left out of the series.
+        let series: Vec<f64> = by_arrival.into_iter().filter(|x| x.is_finite()).collect();
+        let cut = mser5(&series);
+        if cut.valid || n >= longest {
+            return Ok((cut.discard as u64).min(n / 2));
+        }
+        n = (n * 4).min(longest);
+    }
+}
+
+/// The first pilot's jobs, and the longest pilot.
+const PILOT_START: u64 = 2_000;
+const PILOT_MAX: u64 = 2_000_000;
+
+fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
     let m = &cfg.machine;
     let per_cpu = m.runqueues == Runqueues::PerCpu;
     let nrq = if per_cpu { m.cpus } else { 1 };
@@ -280,12 +342,19 @@ pub fn run(cfg: &Config) -> Result<Output, SpecError> {
         });
     }
     let fluid = rqs[0].fluid;
-    let issue_limit = match (&cfg.workload, cfg.jobs) {
-        (Workload::Trace { rows }, Some(j)) => (cfg.warmup + j).min(rows.len() as u64),
-        (Workload::Trace { rows }, None) => rows.len() as u64,
-        (_, Some(j)) => cfg.warmup + j,
-        (_, None) => u64::MAX,
+    let issue_limit = match (&cfg.workload, cfg.jobs, cfg.precision) {
+        (_, _, Some(p)) => warmup + p.max_jobs,
+        (Workload::Trace { rows }, Some(j), _) => (warmup + j).min(rows.len() as u64),
+        (Workload::Trace { rows }, None, _) => rows.len() as u64,
+        (_, Some(j), _) => warmup + j,
+        (_, None, _) => u64::MAX,
     };
+    let precision = cfg.precision.map(|p| {
+        (
+            p.target,
+            cfg.jobs.unwrap_or(DEFAULT_MIN_JOBS).min(p.max_jobs),
+        )
+    });
     let persistent = match &cfg.workload {
         Workload::Closed { clients } => clients.len(),
         Workload::Trace { rows } => rows
@@ -334,6 +403,9 @@ pub fn run(cfg: &Config) -> Result<Output, SpecError> {
         issued: 0,
         pending: 0,
         issue_limit,
+        warmup,
+        precision,
+        precise_looks: 0,
         timers: BinaryHeap::new(),
         timer_seq: 0,
         device_queue: VecDeque::new(),

@@ -98,13 +98,15 @@ impl Engine<'_> {
             runnable_mean_per_cpu,
             offered_load: self.cfg.offered_load.unwrap_or(f64::NAN),
             sim_time: end,
-            warmup_jobs: self.cfg.warmup,
+            warmup_jobs: self.warmup,
             unfinished,
             events: Some(a.events),
             batch_size: self.cfg.batch_size,
             arrivals_in_window: Some(a.measured_arrivals),
             completions_in_window: Some(a.completed_in_window),
             in_system_area: Some(a.in_system_area),
+            precision: self.cfg.precision.map(|p| p.target),
+            auto_warmup: false,
         };
         let (summary, classes, tasks) = self.acct.summary.finish(&counters, &tasks);
         Output {

@@ -153,7 +153,7 @@ impl Engine<'_> {
     ) -> JobId {
         let now = self.now;
         let seq = self.issued - 1;
-        let measured = seq >= self.cfg.warmup && now >= self.cfg.warmup_time;
+        let measured = seq >= self.warmup && now >= self.cfg.warmup_time;
         if measured {
             self.start_measuring();
             self.acct.measured_arrivals += 1;

@@ -1,0 +1,409 @@
+//! Output analysis of one run, for every world: where the warm-up ends, and 95% intervals of
+//! the mean and of quantiles from observations that are correlated (each job's response
+//! depends on the jobs before it).
+//!
+//! - **Warm-up**: MSER-5 (White 1997; Franklin and White 2008, as in JMT): cut the series into
+//!   batches of 5, and truncate the `d` first batches that minimise the squared standard error
+//!   of the mean of the rest, `sum_{j>d} (z_j - mean_d)^2 / (k - d)^2`, searching `d` in the
+//!   first half of the series (past it the statistic is too noisy to mean anything). A
+//!   minimum in the last fifth of that range means the transient may not be over: the
+//!   series is too short to tell (`valid = false`).
+//! - **Interval of the mean**: batch means whose batch size grows until batches are
+//!   uncorrelated (after Law and Carson 1979, and Fishman's LBATCH). The series is kept as at
+//!   most [`MAX_GROUPS`] group means (pairs merge when full, so memory is bounded for runs of
+//!   any length). The batch size is the smallest at which at least [`TEST_BATCHES`] batches
+//!   show no lag-1 autocorrelation (one-sided test at 5%); the interval then uses batches
+//!   [`SPREAD`] times longer, whose correlation is smaller still, and Student's t with
+//!   `batches - 1` degrees of freedom. Too short a run for that: the interval is computed from
+//!   the batches there are, and marked not `uncorrelated`.
+//! - **Interval of a quantile**: sectioning (Asmussen and Glynn 2007, IV.5): the same quantile
+//!   in each of `k` consecutive sections of the batch size above, `q +- t_{k-1} s_k / sqrt(k)`,
+//!   centred on the quantile of the whole run. Sections are HdrHistograms with 2 significant
+//!   digits (a section's quantile within 1%, far inside the spread between sections; 27 KB
+//!   each), merged in pairs like the groups.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use crate::stats::{Moments, HIGHEST, SCALE};
+
+/// Coverage of every interval.
+pub const CONFIDENCE: f64 = 0.95;
+/// Group means kept of a series; when full, neighbours merge in pairs.
+pub const MAX_GROUPS: usize = 1024;
+/// Groups per quantile section (sections = groups / 16, at most 64).
+const GROUPS_PER_SECTION: usize = 16;
+/// Batches at which the lag-1 autocorrelation is tested.
+pub const TEST_BATCHES: usize = 80;
+/// The interval's batches are this many times longer than the tested size.
+pub const SPREAD: usize = 16;
+/// Fewest batches an interval is computed from.
+pub const MIN_BATCHES: usize = 10;
+
+/// Where the warm-up of a series ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Truncation {
+    /// Observations to discard (a multiple of 5).
+    pub discard: usize,
+    /// False when the minimum lies at the end of the searched half: too short to tell.
+    pub valid: bool,
+}
+
+/// MSER-5 truncation of `series` (observations in the order they were produced).
+pub fn mser5(series: &[f64]) -> Truncation {
+    let k = series.len() / 5;
+    if k < 10 {
+        return Truncation {
+            discard: 0,
+            valid: false,
+        };
+    }
+    let z: Vec<f64> = series
+        .chunks_exact(5)
+        .map(|c| c.iter().sum::<f64>() / 5.0)
+        .collect();
+    // Suffix sums: the statistic for every d in one pass from the end.
+    let (mut s1, mut s2) = (0.0, 0.0);
+    let mut best = (f64::INFINITY, 0);
+    let mut stats = vec![f64::INFINITY; k];
+    for d in (0..k).rev() {
+        s1 += z[d];
+        s2 += z[d] * z[d];
+        let m = (k - d) as f64;
+        if k - d >= 5 {
+            stats[d] = ((s2 - s1 * s1 / m) / (m * m)).max(0.0);
+        }
+    }
+    let half = k / 2;
+    for (d, &s) in stats.iter().enumerate().take(half + 1) {
+        if s < best.0 {
+            best = (s, d);
+        }
+    }
+    Truncation {
+        discard: best.1 * 5,
+        valid: best.1 * 5 < half * 4,
+    }
+}
+
+/// Student's t quantile at `CONFIDENCE`, two-sided, with `df` degrees of freedom.
+pub fn t_quantile(df: usize) -> f64 {
+    StudentsT::new(0.0, 1.0, df.max(1) as f64)
+        .map(|t| t.inverse_cdf(0.5 + CONFIDENCE / 2.0))
+        .unwrap_or(f64::NAN)
+}
+
+/// Lag-1 autocorrelation of `x` (NaN for fewer than 3 values or no variation).
+pub fn lag1(x: &[f64]) -> f64 {
+    if x.len() < 3 {
+        return f64::NAN;
+    }
+    let mean = x.iter().sum::<f64>() / x.len() as f64;
+    let mut num = 0.0;
+    let mut den = 0.0;
+    for i in 0..x.len() {
+        let d = x[i] - mean;
+        den += d * d;
+        if i + 1 < x.len() {
+            num += d * (x[i + 1] - mean);
+        }
+    }
+    if den > 0.0 {
+        num / den
+    } else {
+        f64::NAN
+    }
+}
+
+fn merge_pairs(means: &[f64]) -> Vec<f64> {
+    means.chunks_exact(2).map(|p| (p[0] + p[1]) / 2.0).collect()
+}
+
+/// A 95% interval and how it was obtained.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+    /// Batches (sections) it comes from, and observations in each.
+    pub batches: usize,
+    pub batch_size: u64,
+    /// Whether batches of a tested size showed no lag-1 autocorrelation.
+    pub uncorrelated: bool,
+}
+
+impl Interval {
+    pub const NONE: Interval = Interval {
+        low: f64::NAN,
+        high: f64::NAN,
+        batches: 0,
+        batch_size: 0,
+        uncorrelated: false,
+    };
+
+    pub fn half_width(&self) -> f64 {
+        (self.high - self.low) / 2.0
+    }
+
+    pub fn pair(&self) -> [f64; 2] {
+        [self.low, self.high]
+    }
+}
+
+/// The batch structure chosen for a series: `batches` means of `size` observations each.
+#[derive(Clone, Debug)]
+struct Batches {
+    means: Vec<f64>,
+    size: u64,
+    uncorrelated: bool,
+}
+
+/// One measure's series (response or wait of every measured job, in completion order),
+/// kept in bounded memory for its mean's and its quantiles' intervals.
+pub struct SeriesStats {
+    group: u64,
+    open_sum: f64,
+    open_n: u64,
+    groups: Vec<f64>,
+    sections: Vec<Histogram<u32>>,
+}
+
+impl Default for SeriesStats {
+    fn default() -> Self {
+        SeriesStats {
+            group: 1,
+            open_sum: 0.0,
+            open_n: 0,
+            groups: Vec::new(),
+            sections: Vec::new(),
+        }
+    }
+}
+
+fn new_section() -> Histogram<u32> {
+    Histogram::new_with_bounds(1, HIGHEST, 2).expect("valid bounds")
+}
+
+impl SeriesStats {
+    #[inline]
+    pub fn add(&mut self, x: f64) {
+        let s = self.groups.len() / GROUPS_PER_SECTION;
+        if s == self.sections.len() {
+            self.sections.push(new_section());
+        }
+        self.sections[s].saturating_record((x * SCALE).round().max(0.0) as u64);
+        self.open_sum += x;
+        self.open_n += 1;
+        if self.open_n == self.group {
+            self.close_group();
+        }
+    }
+
+    #[inline]
+    fn close_group(&mut self) {
+        self.groups.push(self.open_sum / self.group as f64);
+        self.open_sum = 0.0;
+        self.open_n = 0;
+        if self.groups.len() == MAX_GROUPS {
+            self.halve();
+        }
+    }
+
+    /// Full: neighbouring groups and sections merge in pairs.
+    #[cold]
+    #[inline(never)]
+    fn halve(&mut self) {
+        self.groups = merge_pairs(&self.groups);
+        self.group *= 2;
+        let old = std::mem::take(&mut self.sections);
+        let mut it = old.into_iter();
+        while let (Some(mut a), Some(b)) = (it.next(), it.next()) {
+            a.add(&b).expect("same bounds");
+            self.sections.push(a);
+        }
+    }
+
+    /// Observations in complete groups (the rest, fewer than one group, is left out of the
+    /// intervals' batches).
+    pub fn batched(&self) -> u64 {
+        self.groups.len() as u64 * self.group
+    }
+
+    fn batches(&self) -> Batches {
+        let mut means = self.groups.clone();
+        let mut size = self.group;
+        // The smallest size whose batches look uncorrelated, with enough batches to test.
+        let mut uncorrelated = false;
+        while means.len() >= TEST_BATCHES {
+            if lag1(&means) < 1.645 / (means.len() as f64).sqrt() {
+                uncorrelated = true;
+                break;
+            }
+            means = merge_pairs(&means);
+            size *= 2;
+        }
+        if uncorrelated {
+            let mut spread = 1;
+            while spread < SPREAD && means.len() / 2 >= MIN_BATCHES {
+                means = merge_pairs(&means);
+                size *= 2;
+                spread *= 2;
+            }
+        } else {
+            while means.len() > 2 * MIN_BATCHES {
+                means = merge_pairs(&means);
+                size *= 2;
+            }
+        }
+        Batches {
+            means,
+            size,
+            uncorrelated,
+        }
+    }
+
+    /// The 95% interval of the mean (batch means), centred on `mean`, the mean of every
+    /// observation.
+    pub fn mean_interval(&self, mean: f64) -> Interval {
+        let b = self.batches();
+        let k = b.means.len();
+        if k < 2 {
+            return Interval::NONE;
+        }
+        let mut m = Moments::default();
+        b.means.iter().for_each(|&x| m.add(x));
+        let half = t_quantile(k - 1) * m.std() / (k as f64).sqrt();
+        Interval {
+            low: mean - half,
+            high: mean + half,
+            batches: k,
+            batch_size: b.size,
+            uncorrelated: b.uncorrelated && k >= MIN_BATCHES,
+        }
+    }
+
+    /// The 95% intervals of the quantiles `ps`, each centred on the whole run's value in
+    /// `whole` (sectioning, with sections at least as long as the mean's batches).
+    pub fn quantile_intervals(&self, ps: &[f64], whole: &[f64]) -> Vec<Interval> {
+        let b = self.batches();
+        let complete = self.groups.len() / GROUPS_PER_SECTION;
+        let mut sections: Vec<Histogram<u32>> = self.sections[..complete].to_vec();
+        let mut size = self.group * GROUPS_PER_SECTION as u64;
+        while size < b.size && sections.len() >= 2 {
+            let mut merged = Vec::with_capacity(sections.len() / 2);
+            let mut it = sections.into_iter();
+            while let (Some(mut a), Some(c)) = (it.next(), it.next()) {
+                a.add(&c).expect("same bounds");
+                merged.push(a);
+            }
+            sections = merged;
+            size *= 2;
+        }
+        let k = sections.len();
+        ps.iter()
+            .zip(whole)
+            .map(|(&p, &q)| {
+                if k < 2 {
+                    return Interval::NONE;
+                }
+                let mut m = Moments::default();
+                for s in &sections {
+                    m.add(s.value_at_quantile(p) as f64 / SCALE);
+                }
+                let half = t_quantile(k - 1) * m.std() / (k as f64).sqrt();
+                Interval {
+                    low: q - half,
+                    high: q + half,
+                    batches: k,
+                    batch_size: size,
+                    uncorrelated: b.uncorrelated && k >= MIN_BATCHES,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    #[test]
+    fn mser5_cuts_an_initial_transient() {
+        // 500 observations decaying from 100 to the level 1, then 9,500 at level 1 +- noise.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let series: Vec<f64> = (0..10_000)
+            .map(|i| 1.0 + 100.0 * (-(i as f64) / 100.0).exp() + rng.random::<f64>() - 0.5)
+            .collect();
+        let t = mser5(&series);
+        assert!(t.valid);
+        assert_eq!(t.discard % 5, 0);
+        // The transient is below the noise (0.29 std) after ~ 100 ln(100 / 0.01) = 920.
+        assert!((300..=1500).contains(&t.discard), "{t:?}");
+        // A stationary series is not truncated much, and a short one is too short to tell.
+        let flat: Vec<f64> = (0..10_000).map(|_| rng.random::<f64>()).collect();
+        assert!(mser5(&flat).discard < 5_000 && mser5(&flat).valid);
+        assert!(!mser5(&flat[..40]).valid);
+        // Still decaying at the end: the best cut is as late as searched, which is reported.
+        let slow: Vec<f64> = (0..1000)
+            .map(|i| 100.0 * (-(i as f64) / 2000.0).exp() + rng.random::<f64>())
+            .collect();
+        let t = mser5(&slow);
+        assert!(!t.valid && t.discard >= 400, "{t:?}");
+    }
+
+    #[test]
+    fn t_quantiles_match_the_tables() {
+        assert!((t_quantile(1) - 12.706).abs() < 1e-3);
+        assert!((t_quantile(9) - 2.262).abs() < 1e-3);
+        assert!((t_quantile(1000) - 1.962).abs() < 1e-3);
+    }
+
+    #[test]
+    fn batch_means_cover_an_ar1_mean() {
+        // AR(1) with phi = 0.9 and mean 5: correlated like a queue's responses. Over 400
+        // series of 20,000, the 95% interval holds the mean in 92-98% of them (binomial
+        // 95% +- 2.2 at 400).
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let (mut hits, mut found) = (0, 0);
+        for _ in 0..400 {
+            let mut s = SeriesStats::default();
+            let mut m = Moments::default();
+            let mut x = 5.0;
+            for _ in 0..20_000 {
+                let e: f64 = rng.random::<f64>() - 0.5;
+                x = 5.0 + 0.9 * (x - 5.0) + e;
+                s.add(x);
+                m.add(x);
+            }
+            let iv = s.mean_interval(m.mean);
+            assert!(iv.batches >= MIN_BATCHES, "{iv:?}");
+            found += usize::from(iv.uncorrelated);
+            if iv.low <= 5.0 && 5.0 <= iv.high {
+                hits += 1;
+            }
+        }
+        assert!((368..=392).contains(&hits), "{hits} of 400");
+        // At 20,000 observations the test finds uncorrelated batches in most series (the
+        // others get an interval from 10-20 long batches, marked as such).
+        assert!(found >= 340, "{found} of 400");
+    }
+
+    #[test]
+    fn groups_stay_bounded_and_exact() {
+        let mut s = SeriesStats::default();
+        for i in 0..100_000 {
+            s.add(i as f64);
+        }
+        assert!(s.groups.len() < MAX_GROUPS);
+        assert!(s.sections.len() <= MAX_GROUPS / GROUPS_PER_SECTION + 1);
+        // Group means of consecutive integers: group g of size m has mean g m + (m - 1) / 2.
+        let m = s.group as f64;
+        for (g, &v) in s.groups.iter().enumerate() {
+            assert_eq!(v, g as f64 * m + (m - 1.0) / 2.0);
+        }
+        let counted: u64 = s.sections.iter().map(|h| h.len()).sum();
+        assert_eq!(counted, 100_000);
+    }
+}
