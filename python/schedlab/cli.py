@@ -222,6 +222,18 @@ def _print_os(result: Any) -> None:
 def cmd_theory(args: argparse.Namespace) -> int:
     from schedlab import theory
 
+    quantiles = []  # --quantile: repeatable, each a probability or a comma list of them
+    for item in (x for text in args.quantile or [] for x in text.split(",")):
+        try:
+            q = float(item)
+        except ValueError:
+            q = float("nan")
+        if not 0 < q < 1:
+            raise spec_error("quantile", item.strip() or "(empty)",
+                             "a probability strictly between 0 and 1, e.g. 0.99 "
+                             "(repeat --quantile or give a comma list)")
+        quantiles.append(q)
+    labels = [f"p{100 * q:.10g}" for q in quantiles]
     if args.load is not None and args.arrival is not None:
         raise spec_error("load", args.load, "either load or arrival, not both")
     arrival = args.arrival
@@ -231,15 +243,38 @@ def cmd_theory(args: argparse.Namespace) -> int:
         raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or --load")
     try:
         value = theory.mean_response(args.policy, arrival, args.size, cpus=args.cpus)
+        values = None
+        if quantiles and value is not None:
+            values = theory.response_quantile(args.policy, arrival, args.size, quantiles,
+                                              cpus=args.cpus)
     except ValueError as e:
         if isinstance(e, SpecError):
             raise
         raise spec_error("theory", f"{args.policy} {arrival} {args.size}", str(e)) from None
+    where = f"{args.policy} with arrival {arrival}, size {args.size}, cpus {args.cpus}"
+    found = value is not None and (not quantiles or values is not None)
+    if args.json:
+        import json
+
+        out: dict[str, Any] = {"policy": args.policy, "arrival": arrival, "size": args.size,
+                               "cpus": args.cpus, "unit": "ms", "mean": value}
+        if quantiles:
+            out["quantiles"] = {label: None if values is None else float(values[i])
+                                for i, label in enumerate(labels)}
+        print(json.dumps(out))
+        return 0 if found else 1
     if value is None:
-        print(f"no closed form for {args.policy} with arrival {arrival}, size {args.size}, "
-              f"cpus {args.cpus}")
+        print(f"no closed form for {where}")
         return 1
-    print(f"{value:.6g}")
+    if not quantiles:
+        print(f"{value:.6g}")  # the bare number, as scripts read it
+        return 0
+    print(f"mean {value:.6g} ms")
+    if values is None:
+        print(f"no response-time distribution for {where} (see schedlab.theory.COVERED)")
+        return 1
+    for label, q in zip(labels, values, strict=True):
+        print(f"{label} {q:.6g} ms")
     return 0
 
 
@@ -336,12 +371,18 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks-out", help="write the per-task table (.csv or .parquet)")
     p.set_defaults(func=cmd_os)
 
-    p = sub.add_parser("theory", help="closed-form mean response time")
+    p = sub.add_parser("theory", help="closed-form mean response time, and quantiles of its "
+                       "distribution")
     p.add_argument("--policy", default="fcfs")
     p.add_argument("--arrival", help="exp:MEAN (Poisson arrivals)")
     p.add_argument("--load", type=float, help="utilisation instead of --arrival")
     p.add_argument("--size", default="exp:1")
     p.add_argument("--cpus", type=int, default=1)
+    p.add_argument("--quantile", action="append", metavar="P",
+                   help="also print the P-quantile of the response time, 0 < P < 1 "
+                   "(repeatable, or a comma list: 0.5,0.99)")
+    p.add_argument("--json", action="store_true",
+                   help="print mean and quantiles as one JSON object")
     p.set_defaults(func=cmd_theory)
     p = sub.add_parser("policies", help="list policies and their parameters")
     p.add_argument("--json", action="store_true")
