@@ -504,6 +504,17 @@ def _poisson_rate(arrival: str) -> tuple[float, bool]:
     return (1 / mean if mean > 0 else math.inf), poisson
 
 
+def _poisson_model(arrival: str, size: str, cpus: int) -> tuple[float, _Size] | None:
+    """(arrival rate, size) of a stable model on `cpus` CPUs, or None when the arrivals are not
+    Poisson (no closed form); raises on bad text, on cpus < 1 and on a load >= 1."""
+    lam, poisson = _poisson_rate(arrival)
+    s = _Size.parse(size)
+    if cpus < 1:
+        raise spec_error("cpus", cpus, "a whole number >= 1")
+    _check_stable(lam * s.mean / cpus)
+    return (lam, s) if poisson else None
+
+
 def _check_stable(rho: float) -> None:
     if not rho < 1:
         raise ValueError(f"unstable: load {rho:.6g} >= 1")
@@ -587,13 +598,10 @@ def mean_response(policy: str, arrival: str, size: str, cpus: int = 1,
     simulator's rr defaults to a quantum of 10: pass it, and the answer is None). Raises
     ValueError when the load is >= 1, SpecError on bad text.
     """
-    lam, poisson = _poisson_rate(arrival)
-    s = _Size.parse(size)
-    if cpus < 1:
-        raise spec_error("cpus", cpus, "a whole number >= 1")
-    _check_stable(lam * s.mean / cpus)
-    if not poisson:
+    model = _poisson_model(arrival, size, cpus)
+    if model is None:
         return None
+    lam, s = model
     name = _canonical(policy)
     formula = _single_cpu_policy(name, params)
     if formula is None:
@@ -986,13 +994,10 @@ class _PsMD1(_Law):
 
 def _response_law(policy: str, arrival: str, size: str, cpus: int,
                   params: dict[str, Any]) -> _Law | None:
-    lam, poisson = _poisson_rate(arrival)
-    s = _Size.parse(size)
-    if cpus < 1:
-        raise spec_error("cpus", cpus, "a whole number >= 1")
-    _check_stable(lam * s.mean / cpus)
-    if not poisson:
+    model = _poisson_model(arrival, size, cpus)
+    if model is None:
         return None
+    lam, s = model
     name = _canonical(policy)
     if name == "lcfs":
         return None  # same means as PS or FCFS, other distributions (busy periods)

@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::output::{mser5, Interval, SeriesStats};
+use crate::output::{Interval, SeriesStats};
 use crate::stats::{jain, Moments, Quantiles};
 
 /// The quantiles every summary reports.
@@ -158,9 +158,6 @@ pub struct Counters {
     pub in_system_area: Option<f64>,
     /// Target relative half-width of the mean response's 95% interval (None: not asked).
     pub precision: Option<f64>,
-    /// `summarize` only: choose the warm-up from the table (MSER-5 on the responses in
-    /// arrival order) and leave those jobs out.
-    pub auto_warmup: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -574,17 +571,12 @@ pub fn summarize(
 ) -> (Summary, Vec<ClassRow>, Vec<TaskRow>) {
     let mut s = Summarizer::new(class_names, counters.batch_size);
     let mut c = counters.clone();
-    let keep = if c.auto_warmup {
-        auto_warmup(jobs, &mut c)
-    } else {
-        vec![true; jobs.len()]
-    };
     let (start, end) = (c.measure_start, c.measure_end);
     let inside = |t: f64| t >= start && t <= end;
     let mut arrivals = 0;
     let mut completions = 0;
     let mut area = 0.0;
-    for i in (0..jobs.len()).filter(|&i| keep[i]) {
+    for i in 0..jobs.len() {
         let row = jobs.row(i);
         s.add(&row);
         arrivals += u64::from(inside(row.arrival));
@@ -595,29 +587,6 @@ pub fn summarize(
     c.completions_in_window.get_or_insert(completions);
     c.in_system_area.get_or_insert(area);
     s.finish(&c, tasks)
-}
-
-/// MSER-5 on the table's responses in arrival order: the rows to keep. The measured interval
-/// then opens at the first kept arrival, and the counts in it come from the table.
-fn auto_warmup(jobs: &JobTable, c: &mut Counters) -> Vec<bool> {
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by(|&a, &b| jobs.arrival[a].total_cmp(&jobs.arrival[b]));
-    let series: Vec<f64> = order.iter().map(|&i| jobs.response[i]).collect();
-    let cut = mser5(&series).discard;
-    let mut keep = vec![true; jobs.len()];
-    for &i in &order[..cut] {
-        keep[i] = false;
-    }
-    if let Some(&first) = order.get(cut) {
-        c.measure_start = c.measure_start.max(jobs.arrival[first]);
-    }
-    if cut > 0 {
-        c.arrivals_in_window = None;
-        c.completions_in_window = None;
-        c.in_system_area = None;
-    }
-    c.warmup_jobs += cut as u64;
-    keep
 }
 
 #[cfg(test)]

@@ -106,7 +106,6 @@ impl Engine<'_> {
             completions_in_window: Some(a.completed_in_window),
             in_system_area: Some(a.in_system_area),
             precision: self.cfg.precision.map(|p| p.target),
-            auto_warmup: false,
         };
         let (summary, classes, tasks) = self.acct.summary.finish(&counters, &tasks);
         Output {
