@@ -353,6 +353,37 @@ def test_seeds_are_common_random_numbers_and_reproducible(tmp_path):
     assert (sizes["FCFS"] == sizes["RR"]).all()
 
 
+def test_auto_warmup_is_common_to_the_policies_of_a_point(tmp_path, monkeypatch):
+    """Each policy's own MSER-5 truncation differs; the sweep gives every policy of a point and
+    replication the largest, so all are measured on the same jobs."""
+    e = ex.load(base())
+    own = {(r.point, r.replication, r.label): worlds.module("sim").run(dict(r.spec))
+           .summary["warmup_jobs"] for r in e.runs}
+    assert len(set(own.values())) > 1  # the policies really disagree somewhere
+    a = schedlab.run(base(), out=tmp_path / "a")
+    s = a.summaries
+    for (point, rep), g in s.groupby(["point", "replication"]):
+        want = max(own[(point, rep, lab)] for lab in g.label)
+        assert (g.warmup_jobs == want).all(), (point, rep, g.warmup_jobs.tolist(), want)
+        assert (g.jobs == 2000).all()
+    jobs = a.jobs
+    first = {lab: sorted(g.job) for lab, g in
+             jobs[jobs.run.isin(s[(s.point == 1) & (s.replication == 0)].run)].groupby("label")}
+    assert first["FCFS"] == first["RR"] == first["MLFQ levels=2"]
+    assert min(first["FCFS"]) == max(own[(1, 0, lab)] for lab in first)
+    # A resumed sweep reads the truncations it found (warmups.json) instead of piloting again.
+    stored = json.loads((tmp_path / "a" / "warmups.json").read_text())
+    assert sorted(stored.values()) == sorted(own.values())
+
+    def no_pilots(spec):
+        raise AssertionError("pilot run again")
+
+    monkeypatch.setattr(worlds.module("sim"), "warmup", no_pilots)
+    before = (tmp_path / "a" / "summaries.parquet").read_bytes()
+    schedlab.run(base(), out=tmp_path / "a")
+    assert (tmp_path / "a" / "summaries.parquet").read_bytes() == before
+
+
 def test_quick_generic_scaling():
     d = base(experiment={"name": "t", "replications": 9, "warmup": 50_000},
              workload={"load": 0.7, "size": "exp:1", "jobs": 1_000_000},

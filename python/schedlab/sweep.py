@@ -4,6 +4,7 @@ pool or on a Dask cluster, stored so that an interrupted sweep resumes where it 
 Layout of a results directory:
 
     manifest.json          the experiment as resolved, every run with its id and status
+    warmups.json           each auto warm-up run's own truncation (see common_warmups)
     runs/<id>.json         one finished run: summary, class and task tables (written last:
                            its presence is what "done" means)
     runs/<id>.jobs.parquet, runs/<id>.schedule.parquet   per-job table and run segments
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib
 import json
 import math
 import os
@@ -232,6 +234,52 @@ def plan(exp: ex.Experiment, runs_dir: Path) -> list[dict[str, Any]]:
     return tasks
 
 
+WARMUPS = "warmups.json"
+
+
+def _own_warmup(item: tuple[str, str, dict[str, Any]]) -> tuple[str, int]:
+    key, module_name, spec = item
+    return key, int(importlib.import_module(module_name).warmup(spec))
+
+
+def common_warmups(exp: ex.Experiment, out: Path, workers: int, lock_fd: int) -> None:
+    """`warmup = "auto"` in a sweep: the pilot runs of every policy find its own truncation
+    (MSER-5), and every policy of one point and replication discards the largest of them, so
+    that all are measured on the same jobs and common random numbers pair them job by job.
+    The runs then carry that number of jobs (it is part of their id, so adding a policy that
+    needs a longer warm-up makes new runs). A world without pilots (server, os: they truncate
+    after the run) keeps its own. The truncations found are kept in warmups.json, so a
+    resumed sweep does not look for them again."""
+    groups: dict[tuple[str, int, int], list[ex.Run]] = {}
+    for r in exp.runs:
+        if r.skip or r.spec.get("warmup", "auto") != "auto" or \
+                not hasattr(worlds.module(r.world), "warmup"):
+            continue
+        groups.setdefault((r.world, r.point, r.replication), []).append(r)
+    if not groups:
+        return
+    path = out / WARMUPS
+    known: dict[str, int] = {}
+    with contextlib.suppress(OSError, ValueError):
+        known = {str(k): int(v) for k, v in json.loads(path.read_text()).items()}
+    todo = {r.id: (r.id, worlds.MODULES[r.world], r.spec)
+            for runs in groups.values() for r in runs if r.id not in known}
+    if todo:
+        import multiprocessing as mp
+
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))),
+                                 mp_context=mp.get_context(method),
+                                 initializer=_worker_init, initargs=(lock_fd,)) as pool:
+            known.update(pool.map(_own_warmup, todo.values()))
+        write_json(path, dict(sorted(known.items())))
+    for runs in groups.values():
+        common = max(known[r.id] for r in runs)
+        for r in runs:
+            r.spec = {**r.spec, "warmup": common}
+            r.id = ex.run_id(r.world, r.spec)
+
+
 def _status(runs_dir: Path, task: dict[str, Any]) -> str:
     """done (or skipped) only if the record exists and every file this sweep wants of it
     exists; else pending."""
@@ -340,6 +388,7 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
         for tmp in runs_dir.glob(".*.tmp"):  # halves of files whose writer was killed
             with contextlib.suppress(OSError):
                 tmp.unlink()
+        common_warmups(exp, out_dir, workers or os.cpu_count() or 1, lock_fd)
         tasks = plan(exp, runs_dir)
         status = {t["id"]: _status(runs_dir, t) for t in tasks}
         state = _State(out_dir, exp, status)

@@ -68,10 +68,20 @@ fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'
     Ok(d)
 }
 
+/// The number of jobs a run of this spec discards at its start: the one given, or the one
+/// its pilot runs find with `warmup = "auto"` (without running the run itself).
+#[pyfunction]
+fn warmup(py: Python<'_>, spec: &Bound<'_, PyDict>) -> PyResult<u64> {
+    let cfg = to_spec(spec)?.validate().map_err(spec_error)?;
+    py.detach(|| schedlab_sim::warmup_jobs(&cfg))
+        .map_err(spec_error)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIM_KEYS", spec::keys())?;
     m.add("SIM_CLASS_KEYS", spec::class_keys())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(warmup, m)?)?;
     Ok(())
 }

@@ -8,7 +8,7 @@ mod mintree;
 pub mod spec;
 pub mod trace;
 
-pub use engine::{run, Output};
+pub use engine::{run, warmup_jobs, Output};
 pub use schedlab_model::SpecError;
 pub use spec::{Config, SimSpec};
 

@@ -237,6 +237,12 @@ def validate(spec: dict[str, Any]) -> dict[str, Any]:
     return core
 
 
+def warmup(spec: dict[str, Any]) -> int:
+    """The jobs a run of this spec discards at its start: the given `warmup`, or with
+    "auto" the MSER-5 truncation its pilot runs find (the run itself is not made)."""
+    return int(_core.warmup(core_spec(spec)))
+
+
 def run(spec: dict[str, Any]) -> Result:
     """Runs one simulation; per-job rows are kept unless `keep_jobs` is false."""
     spec = {"keep_jobs": True, **spec}

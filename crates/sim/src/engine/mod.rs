@@ -245,11 +245,17 @@ struct Engine<'a> {
 }
 
 pub fn run(cfg: &Config) -> Result<Output, SpecError> {
-    let warmup = match cfg.warmup {
-        Warmup::Jobs(n) => n,
-        Warmup::Auto => pilot_warmup(cfg)?,
-    };
-    run_with_warmup(cfg, warmup)
+    run_with_warmup(cfg, warmup_jobs(cfg)?)
+}
+
+/// The number of jobs a run of `cfg` discards: the one given, or the one its pilot runs find
+/// (`warmup = "auto"`). A sweep asks every policy of a point first and gives them all the
+/// largest, so that every policy is measured on the same jobs.
+pub fn warmup_jobs(cfg: &Config) -> Result<u64, SpecError> {
+    match cfg.warmup {
+        Warmup::Jobs(n) => Ok(n),
+        Warmup::Auto => pilot_warmup(cfg),
+    }
 }
 
 /// Pilot runs of the first jobs (same seed, so the same arrivals), 2,000 then four times
