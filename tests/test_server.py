@@ -432,6 +432,20 @@ def test_same_spec_in_sim_and_server_worlds_agree(tmp_path: Path) -> None:
     assert np.corrcoef(j["response"], replay)[0, 1] > 0.75
 
 
+def test_auto_warmup_is_cut_after_the_run_by_mser5() -> None:
+    from schedlab.server import run
+
+    r = run({"policy": "fcfs", "arrival": "exp:10", "size": "det:5", "jobs": 300, "seed": 4,
+             "cost": "0ms+0.01ms/KB", "cpus": 1, "files": 4, "warmup": "auto"})
+    s, j = r.summary, r.jobs
+    assert s["errors"] == 0
+    # Every request sent is either cut (the first ones, by arrival) or measured; MSER-5
+    # searches the first half only.
+    assert s["warmup_jobs"] + s["jobs"] == 300 == s["warmup_jobs"] + len(j)
+    assert 0 <= s["warmup_jobs"] <= 150
+    assert sorted(j["job"]) == list(range(s["warmup_jobs"], 300))
+
+
 def test_run_spec_errors_name_the_key() -> None:
     from schedlab.server import run, validate
 

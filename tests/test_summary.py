@@ -194,3 +194,41 @@ def test_the_simulators_streaming_summary_is_summarize_of_its_table(spec):
     if len(tasks):
         assert again["jain_share"] == pytest.approx(s["jain_share"], rel=1e-12)
         assert list(task_rows["response_mean"]) == list(r.tasks["response_mean"])
+
+
+def test_real_worlds_cut_their_auto_warmup_with_the_simulators_mser5():
+    # A backlog draining from 50 ms to a level of 5 +- 0.5 over the first ~300 jobs, then
+    # stationary; jobs listed out of arrival order, two failed requests (no response) inside
+    # the transient.
+    rng = np.random.default_rng(3)
+    n = 4000
+    response = 5 + 45 * np.exp(-np.arange(n) / 60) + rng.uniform(-0.5, 0.5, n)
+    response[[10, 20]] = np.nan
+    jobs = pd.DataFrame({"job": np.arange(n), "arrival": np.arange(n) * 1.0,
+                         "response": response}).sample(frac=1, random_state=1)
+    kept, cut = results.cut_auto_warmup(jobs)
+    # The same cut as the simulator's MSER-5 over the finite responses in arrival order
+    # (plus the two failed requests inside it), and after the transient (45 e^(-j/60) is
+    # under the noise's 0.29 std after ~300 jobs).
+    discard, valid = schedlab._core.mser5(response[np.isfinite(response)])
+    assert valid and cut == discard + 2 and 200 <= cut <= 1000
+    assert len(kept) == n - cut and kept["arrival"].min() == cut
+    assert kept["arrival"].is_monotonic_increasing
+    assert abs(kept["response"].mean() - 5.0) < 0.1
+    assert results.cut_auto_warmup(jobs.iloc[:0])[1] == 0
+
+
+def test_real_worlds_take_warmup_auto_and_refuse_other_words():
+    spec = {"policy": "fcfs", "arrival": "exp:5", "bytes": "det:1000", "jobs": 10}
+    p = server.plan({**spec, "warmup": "auto"})
+    assert p.auto_warmup and "warmup" not in p.load
+    assert not server.plan(spec).auto_warmup and server.plan({**spec, "warmup": 3}).load[
+        "warmup"] == 3
+    from schedlab.osrun.spec import build_plan
+
+    _, options = build_plan({"policy": "fcfs", "clients": 2, "jobs": 4, "size": "det:5",
+                             "warmup": "auto"})
+    assert options["auto_warmup"] and options["warmup"] == 0
+    with pytest.raises(schedlab.SpecError, match="warmup = soon: expected a whole number"):
+        build_plan({"policy": "fcfs", "clients": 2, "jobs": 4, "size": "det:5",
+                    "warmup": "soon"})

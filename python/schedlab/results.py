@@ -55,6 +55,23 @@ def summarize(jobs: pd.DataFrame, tasks: list[dict[str, Any]], class_names: list
             pd.DataFrame(out["tasks"], columns=TASK_COLUMNS))
 
 
+def cut_auto_warmup(jobs: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """`warmup = "auto"` in a real world: the jobs left after the ones MSER-5 discards from the
+    responses in arrival order (the simulator's rule and code, `schedlab_model::output`), and
+    how many it discarded. Jobs without a response (failed requests) are kept out of the
+    series but cut with the jobs around them."""
+    if jobs.empty:
+        return jobs, 0
+    ordered = jobs.sort_values("arrival", kind="stable")
+    response = ordered["response"].to_numpy(dtype=float, na_value=np.nan)
+    finite = np.flatnonzero(np.isfinite(response))
+    discard, _long_enough = _core.mser5(np.ascontiguousarray(response[finite]))
+    if discard == 0:
+        return jobs, 0
+    cut = int(finite[discard - 1]) + 1
+    return ordered.iloc[cut:].reset_index(drop=True), cut
+
+
 def environment() -> dict[str, Any]:
     """What a reader needs to rerun: versions and machine."""
     from importlib.metadata import version

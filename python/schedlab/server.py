@@ -35,7 +35,14 @@ import pandas as pd
 import schedlab._core as _core
 from schedlab._core import SpecError
 from schedlab.clikit import Parser, add_policy_param_flags
-from schedlab.results import JOB_COLUMNS, Result, dumps, summarize, write_table
+from schedlab.results import (
+    JOB_COLUMNS,
+    Result,
+    cut_auto_warmup,
+    dumps,
+    summarize,
+    write_table,
+)
 from schedlab.vocabulary import find_policy, param_value, spec_error
 
 # The keys the server world reads (their meaning, unit and help: `schedlab.vocabulary`).
@@ -70,6 +77,8 @@ class Plan:
     files: list[tuple[str, int]]
     classes: list[str]
     spec: dict[str, Any] = field(default_factory=dict)
+    # warmup = "auto": the requests MSER-5 discards are cut after the run (results.py).
+    auto_warmup: bool = False
 
     def service_ms(self, nbytes: np.ndarray) -> np.ndarray:
         """Uncontended service time by the cost model (NaN when there is no emulated cost)."""
@@ -261,6 +270,12 @@ def plan(spec: dict[str, Any]) -> Plan:
               "keep_alive", "zipf"):
         if k in spec:
             load[k] = spec[k]
+    # Not yet the default here (it is in the simulator): the simulator's pilots find the cut
+    # before the run and measure `jobs` after it, while a real run finds it afterwards, so
+    # the cut comes out of the `jobs` sent.
+    auto_warmup = spec.get("warmup") == "auto"
+    if auto_warmup:
+        load.pop("warmup", None)
     if closed:
         if "clients" in spec:
             load["clients"] = _num("clients", spec["clients"], integer=True, low=1)
@@ -307,7 +322,8 @@ def plan(spec: dict[str, Any]) -> Plan:
                 if k in c}}
             for c in classes]
     p = Plan(policy=info["name"], params=params, cost=cost, serve=serve, load=load,
-             files=files, classes=[c["name"] for c in classes], spec=dict(spec))
+             files=files, classes=[c["name"] for c in classes], spec=dict(spec),
+             auto_warmup=auto_warmup)
     return p
 
 
@@ -464,8 +480,11 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
     warmup_time = p.spec.get("warmup_time")
     if warmup_time is not None:
         jobs = jobs[jobs["arrival"] >= float(warmup_time)].reset_index(drop=True)
+    counted = dict(raw["summary"])
+    if p.auto_warmup:
+        jobs, counted["warmup"] = cut_auto_warmup(jobs)
     ok = jobs[jobs["error"] == 0]
-    summary, classes, tasks = _summary(p, ok, jobs, raw["summary"], stats)
+    summary, classes, tasks = _summary(p, ok, jobs, counted, stats)
     return Result(summary=summary, jobs=jobs, classes=classes, tasks=tasks,
                   schedule=pd.DataFrame(columns=["cpu", "job", "task", "start", "end"]),
                   spec={"world": "server", **p.spec})

@@ -268,6 +268,14 @@ fn nice_to_weight(nice: f64) -> f64 {
     weights::nice_to_weight(nice)
 }
 
+/// MSER-5 truncation of a series in the order it was produced: (observations to discard,
+/// whether the series was long enough to tell). The one implementation every world uses.
+#[pyfunction]
+fn mser5(series: PyReadonlyArray1<'_, f64>) -> PyResult<(usize, bool)> {
+    let t = schedlab_model::output::mser5(series.as_slice()?);
+    Ok((t.discard, t.valid))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("VOCABULARY", keys(py, KEYS)?)?;
@@ -285,5 +293,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(entitled_from_intervals, m)?)?;
     m.add_function(wrap_pyfunction!(policy_entitlements, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
+    m.add_function(wrap_pyfunction!(mser5, m)?)?;
     Ok(())
 }

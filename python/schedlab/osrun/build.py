@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 import schedlab._core as _core
-from schedlab.results import JOB_COLUMNS, Result, summarize
+from schedlab.results import JOB_COLUMNS, Result, cut_auto_warmup, summarize
 
 JOB_EXTRAS = ["task_job", "cpu_time", "runqueue_wait", "held", "io", "voluntary",
               "involuntary"]
@@ -180,6 +180,8 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         keep = (jobs["job"] >= options["warmup"]) & (jobs["arrival"] >= options["warmup_time"])
         warm = int((~keep).sum())
         measured = jobs[keep]
+    if options.get("auto_warmup"):
+        measured, warm = cut_auto_warmup(measured)
 
     wall = float(raw["wall_ms"])
     contended_end = float(raw["contended_end_ms"])

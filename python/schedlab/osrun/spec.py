@@ -399,11 +399,17 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             "seed": seed,
         },
     }
+    # Every os workload is closed (it starts with every process): no warm-up unless asked.
+    warmup = spec.get("warmup", 0)
+    auto_warmup = warmup == "auto"
+    if isinstance(warmup, str) and not auto_warmup:
+        raise spec_error("warmup", warmup, "a whole number of jobs >= 0, or auto")
     options = {
         "dispatcher": dispatcher,
         "class_names": class_names,
         "seed": seed,
-        "warmup": int(_number("warmup", spec.get("warmup", 0), lo=0, integer=True)),
+        "warmup": 0 if auto_warmup else int(_number("warmup", warmup, lo=0, integer=True)),
+        "auto_warmup": auto_warmup,
         "warmup_time": _number("warmup_time", spec.get("warmup_time", 0.0), lo=0),
         "keep_jobs": bool(spec.get("keep_jobs", True)),
         "quiet_wait": _number("quiet_wait", spec.get("quiet_wait", 5000), lo=0),
