@@ -64,3 +64,26 @@ def test_readme_python_block_runs(workdir, monkeypatch):
     assert len(scope["r"].jobs) == 200_000
     stats = scope["res"].metric("response_mean")
     assert len(stats) > 0 and stats["mean"].notna().all()
+
+
+def test_the_quick_start_gives_every_figure_its_interval_and_theory(capsys, monkeypatch):
+    from schedlab import quickstart
+
+    monkeypatch.setenv("COLUMNS", "200")
+    assert quickstart.main(jobs=100_000, replications=3) == 0
+    out = capsys.readouterr().out
+    rows = {tuple(c.strip() for c in line.split("│")[1:3]): [c.strip() for c in
+                                                              line.split("│")[3:7]]
+            for line in out.splitlines() if line.startswith("│")}
+    assert len(rows) == 12
+    for cells in rows.values():
+        assert all(re.fullmatch(r"\d+\.\d ± \d+\.\d( \[\d+\.\d\])?", c) for c in cells), cells
+    # Theory beside the measurement: M/D/1 FCFS at load 0.95 with size 20 ms has mean 210 ms
+    # (P-K) and p99 918.8 ms (schedlab.theory's M/G/1 law); M/M/1 PS has mean 400 ms.
+    fcfs = rows[("det:20", "FCFS")]
+    assert fcfs[0].endswith("[210.0]") and fcfs[3].endswith("[918.8]")
+    assert rows[("exp:20", "PS")][0].endswith("[400.0]")
+    assert "[" not in rows[("det:20", "RR q=10")][0]  # no closed form: none shown
+    # The interval over 3 replications of 100k jobs holds the theory's mean (fixed seeds).
+    mean, half = (float(v) for v in re.findall(r"[\d.]+", fcfs[0])[:2])
+    assert mean - half <= 210.0 <= mean + half

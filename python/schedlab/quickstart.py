@@ -2,8 +2,9 @@
 with the closed form beside each measurement where one exists.
 
 At load 0.95 successive response times are strongly correlated, so each cell is the mean of
-several independent replications with its 95% confidence interval (Student t); the seeds are
-shared across policies (common random numbers), so policy differences are not noise.
+several independent replications with its 95% confidence interval (Student t), percentiles
+included; each run discards its own warm-up (MSER-5, `warmup = "auto"`). The seeds are shared
+across policies (common random numbers), so policy differences are not noise.
 """
 
 from __future__ import annotations
@@ -32,13 +33,10 @@ QUANTILES = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)]
 
 
 def _theory(policy: str, params: dict, arrival: str, size: str) -> dict[str, float | None]:
-    # RR with a quantum has no closed form: theory returns None and the cell shows none.
+    # RR with a quantum has no closed form, nor SJF's percentiles: the cell shows none.
     out: dict[str, float | None] = {"mean": theory.mean_response(policy, arrival, size, **params)}
-    # Quantiles have a closed form for M/M/1 FCFS only: the response is exponential.
-    exact = policy == "fcfs" and size.startswith("exp:")
-    lam, mu = 1 / float(arrival[4:]), 1 / float(size[4:])
     for label, p in QUANTILES:
-        out[label] = theory.mm1_quantile(p, lam, mu) if exact else None
+        out[label] = theory.response_quantile(policy, arrival, size, p, **params)
     return out
 
 
@@ -52,13 +50,12 @@ def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
     arrival = theory.poisson_at_load(LOAD, SIZES[0])
     configs = [(label, policy, params, size)
                for size in SIZES for label, policy, params in POLICIES]
-    warmup = max(jobs // 50, 1)
     tasks = [(c, r) for c in range(len(configs)) for r in range(replications)]
 
     def one(task: tuple[int, int]) -> dict:
         c, r = task
         _label, policy, params, size = configs[c]
-        return simulate(policy, arrival=arrival, size=size, jobs=jobs, warmup=warmup,
+        return simulate(policy, arrival=arrival, size=size, jobs=jobs, warmup="auto",
                         seed=seed + r, keep_jobs=False, **params).summary
 
     # The core releases the GIL, so threads keep every core busy.
@@ -66,8 +63,8 @@ def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
         summaries = list(pool.map(one, tasks))
 
     table = Table(title=f"One CPU, load {LOAD}, Poisson arrivals ({arrival}); {replications} "
-                  f"replications of {jobs:,} jobs per cell: mean ± 95% CI, "
-                  f"theory in brackets where a closed form exists")
+                  f"replications of {jobs:,} jobs per cell: response time in ms, mean ± "
+                  f"half-width of the 95% interval, theory in brackets where it exists")
     for col in ("service", "policy", "mean", "p50", "p95", "p99"):
         table.add_column(col, justify="left" if col in ("service", "policy") else "right")
     for c, (label, policy, params, size) in enumerate(configs):
@@ -79,8 +76,9 @@ def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
             text = f"{value:.1f}" + (f" ± {half_width:.1f}" if half_width is not None else "")
             return text + (f" [{expected:.1f}]" if expected is not None else "")
 
-        quantiles = [mean_ci([s[f"response_{q}"] for s in runs])[0] for q, _ in QUANTILES]
+        quantiles = [mean_ci([s[f"response_{q}"] for s in runs]) for q, _ in QUANTILES]
         table.add_row(size, label, cell(mean, th["mean"], hw),
-                      *(cell(v, th[q]) for v, (q, _) in zip(quantiles, QUANTILES, strict=True)))
+                      *(cell(v, th[q], h) for (v, h), (q, _) in zip(quantiles, QUANTILES,
+                                                                   strict=True)))
     Console().print(table)
     return 0
