@@ -3,6 +3,7 @@ Chromium (Debian's chromium package, installed by `make setup`)."""
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import schedlab
 from conftest import ROOT
 from schedlab import experiment as ex
 from schedlab import worlds
-from schedlab.report import make_report, world_gap
+from schedlab.report import make_report, unprecise_runs, world_gap
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -187,3 +188,46 @@ def test_report_cli_on_a_study(tmp_path):
     r = subprocess.run([str(ROOT / ".venv" / "bin" / "schedlab"), "report",
                         str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "manifest.json" in r.stderr
+
+
+def test_theory_for_percentiles_intervals_of_one_run_and_the_precision_warning(tmp_path):
+    # M/M/1 FCFS at load 0.7, mean size 1 ms: the response time is exponential with rate
+    # mu - lambda = 0.3 per ms, so p = 1 - exp(-0.3 t) gives the theory's percentiles by hand.
+    d = {"experiment": {"name": "precise", "seed": 5, "keep_jobs": True, "load_sample": 5,
+                        "warmup": "auto", "precision": 0.002, "max_jobs": 6000},
+         "workload": {"load": 0.7, "size": "exp:1", "jobs": 2000},
+         "policy": [{"name": "fcfs"}, {"name": "srpt"}]}
+    out = tmp_path / "precise"
+    res = schedlab.run(d, out=out)
+    st = res.stats.set_index(["label", "metric"])
+    for metric, p in (("response_p50", 0.5), ("response_p95", 0.95), ("response_p99", 0.99)):
+        row = st.loc[("FCFS", metric)]
+        assert row["theory"] == pytest.approx(-math.log(1 - p) / 0.3, rel=1e-6), metric
+        # One run, so its own interval (sectioning), which need not be symmetric.
+        assert row["method"] == "sectioning" and row["n"] == 1
+        assert row["ci_low"] < row["mean"] < row["ci_high"]
+        assert math.isnan(st.loc[("SRPT", metric), "theory"])  # no SRPT distribution here
+    assert st.loc[("FCFS", "response_mean"), "theory"] == pytest.approx(1 / 0.3, rel=1e-9)
+    assert st.loc[("FCFS", "response_mean"), "method"] == "batch means"
+    # 0.2% is out of reach in 6000 jobs at this load: both runs stop at their cap, and say so.
+    s = res.summaries
+    assert (s["jobs"] == 6000).all() and not s["precision_reached"].any()
+    bad = unprecise_runs(res)
+    assert sorted(bad["label"]) == ["FCFS", "SRPT"]
+    assert (bad["response_mean_precision"] > 0.002).all()
+    html = make_report(out).read_text()
+    warning = re.search(r'<p class="warning" id="precision-warning">(.*?)</p>', html, re.S)
+    assert warning and "2 runs" in warning[1] and "0.2% asked" in warning[1]
+    got = s.set_index("label")["response_mean_precision"]
+    assert f"{100 * got['FCFS']:.3g}% obtained" in warning[1]
+    # The percentile columns of the response table carry their intervals and theory.
+    table = re.search(r'<table class="response">(.*?)</table>', html, re.S)[1]
+    assert "p99 [95% CI]" in table
+    assert f"theory {st.loc[('FCFS', 'response_p99'), 'theory']:.4g}" in table
+    # The theory's CDF (and its p95/p99 marks) beside FCFS's measured one, none for SRPT;
+    # the end of the automatic warm-up on the load over time.
+    cdf = re.search(r'<figure[^>]*data-plot="cdf".*?</figure>', html, re.S)[0]
+    assert 'id="theory-cdf-FCFS"' in cdf and 'id="theory-tail-FCFS"' in cdf
+    assert "theory-cdf-SRPT" not in cdf
+    series = re.search(r'<figure[^>]*data-plot="load_series".*?</figure>', html, re.S)[0]
+    assert series.count('id="warmup-end"') >= 1 and "end of the warm-up" in series

@@ -615,10 +615,62 @@ def metric_columns(summaries: pd.DataFrame, exp_keys: list[str]) -> list[str]:
     return out
 
 
+# Metrics whose interval one run gives by itself (`<metric>_ci` of the summary, see
+# docs/statistics.md): batch means for the means, sectioning for the percentiles.
+RUN_INTERVALS = {m: "batch means" if m.endswith("_mean") else "sectioning"
+                 for m in ("response_mean", "response_p50", "response_p95", "response_p99",
+                           "wait_mean", "wait_p50", "wait_p95", "wait_p99")}
+# Percentiles with a theory where the response-time distribution has one.
+THEORY_QUANTILES = {"response_p50": 0.5, "response_p95": 0.95, "response_p99": 0.99}
+
+
+def _listed(v: Any) -> list[Any] | None:
+    """A list-valued summary cell as a list: a list in memory, an array once read back from
+    Parquet, JSON text where `_frame` had to write it as text; None when absent."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return None
+    if isinstance(v, list | tuple | np.ndarray):
+        return list(v)
+    return None
+
+
+def _run_interval(v: Any) -> tuple[float, float] | None:
+    """[low, high] of a summary's `<metric>_ci`, or None where the run has none."""
+    pair = _listed(v)
+    if pair is None or len(pair) != 2 or any(x is None for x in pair):
+        return None
+    low, high = float(pair[0]), float(pair[1])
+    return (low, high) if math.isfinite(low) and math.isfinite(high) and low <= high else None
+
+
+def _theory_values(spec: dict[str, Any], metrics: list[str]) -> dict[str, float]:
+    """Closed forms of a sim spec for the metrics that have one: the mean, and the response
+    percentiles where the distribution is known (one law for all of them)."""
+    out: dict[str, float] = {}
+    if "response_mean" in metrics:
+        mean = theory_for(spec)
+        if mean is not None:
+            out["response_mean"] = mean
+    wanted = [m for m in THEORY_QUANTILES if m in metrics]
+    if wanted:
+        qs = theory_quantile(spec, [THEORY_QUANTILES[m] for m in wanted])
+        if qs is not None:
+            out.update(zip(wanted, map(float, qs), strict=True))
+    return out
+
+
 def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     """Mean and confidence interval of every metric per world, point and policy, in long form;
-    theory beside response_mean where a closed form exists. Vectorised over groups: a sweep of
-    thousands of runs is combined in a fraction of a second."""
+    theory beside response_mean and the response percentiles where a closed form exists.
+
+    Intervals: Student t across replications; with one replication, the run's own interval
+    (`<metric>_ci`) for the metrics of RUN_INTERVALS, which may be asymmetric about the mean;
+    an explicit `batches = B` gives response_mean the B batch means instead (what the file
+    asked for, and the interval of results stored before runs had their own). Vectorised over
+    groups: a sweep of thousands of runs is combined in a fraction of a second."""
     conf = float(exp.config.experiment.confidence)
     if summaries.empty:
         return pd.DataFrame(columns=["world", "point", *exp.sweep_keys, "label", "policy",
@@ -636,19 +688,38 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     mean = values.mean().to_numpy()
     std = values.std(ddof=1).to_numpy()
     half = t_half_width(n, std, conf)
+    low, high = mean - half, mean + half
     method = np.where(n >= 2, "replications", "single run").astype(object)
-    theory = np.full(len(firsts), np.nan)
+    theory_of = np.full((len(firsts), len(metrics)), np.nan)
+    column = {m: j for j, m in enumerate(metrics)}
+    known: dict[str, dict[str, float]] = {}  # points often share a spec (FCFS in an RR sweep)
     for i, row in firsts.iterrows():
         spec = spec_of.get((row["point"], row["label"]))
-        th = theory_for(spec) if spec is not None else None
-        theory[i] = np.nan if th is None else th
-    if "response_mean" in metrics and "response_batch_means" in firsts:
-        j = metrics.index("response_mean")
-        for i, bm in enumerate(firsts["response_batch_means"]):
+        if spec is None:
+            continue
+        key = json.dumps(spec, sort_keys=True, default=str)
+        if key not in known:
+            known[key] = _theory_values(spec, metrics)
+        for m, v in known[key].items():
+            theory_of[i, column[m]] = v
+    for m, how in RUN_INTERVALS.items():
+        if m not in column or f"{m}_ci" not in firsts:
+            continue
+        j = column[m]
+        for i, cell in enumerate(firsts[f"{m}_ci"]):
+            iv = _run_interval(cell) if n[i, j] == 1 else None
+            if iv is not None:
+                low[i, j], high[i, j] = iv
+                half[i, j], std[i, j], method[i, j] = (iv[1] - iv[0]) / 2, math.nan, how
+    if "response_mean" in column and "response_batch_means" in firsts:
+        j = column["response_mean"]
+        for i, cell in enumerate(firsts["response_batch_means"]):
+            bm = _listed(cell)
             if n[i, j] == 1 and bm is not None and len(bm) >= 2:
-                iv = batch_means(list(bm), conf, mean=float(mean[i, j]))
+                iv = batch_means([float(b) for b in bm], conf, mean=float(mean[i, j]))
                 half[i, j], std[i, j], n[i, j], method[i, j] = (iv.half_width, iv.std, iv.n,
                                                                   iv.method)
+                low[i, j], high[i, j] = mean[i, j] - iv.half_width, mean[i, j] + iv.half_width
     out = []
     cols = ["world", "point", *exp.sweep_keys, "label", "policy"]
     for i, row in firsts.iterrows():
@@ -658,20 +729,36 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
                 continue
             out.append({**key, "metric": m, "n": int(n[i, j]), "mean": float(mean[i, j]),
                         "std": float(std[i, j]), "half_width": float(half[i, j]),
-                        "ci_low": float(mean[i, j] - half[i, j]),
-                        "ci_high": float(mean[i, j] + half[i, j]), "method": method[i, j],
-                        "theory": theory[i] if m == "response_mean" else math.nan})
+                        "ci_low": float(low[i, j]), "ci_high": float(high[i, j]),
+                        "method": method[i, j], "theory": float(theory_of[i, j])})
     return pd.DataFrame(out)
 
 
 # Keys the closed forms account for; any other key (classes, traces, closed clients, switch
-# costs, per-CPU runqueues, ...) means the formula does not describe the run.
+# costs, per-CPU runqueues, ...) means the formula does not describe the run. A run until
+# precise (precision, max_jobs) is the same queue measured for longer; what a run stores
+# (keep_*, load_sample) does not change the queue.
 THEORY_KEYS = {"policy", "arrival", "load", "size", "jobs", "time", "warmup", "warmup_time",
-               "cpus", "seed", "batches", "allow_unstable", "keep_jobs", "keep_schedule"}
+               "cpus", "seed", "batches", "allow_unstable", "keep_jobs", "keep_schedule",
+               "load_sample", "precision", "max_jobs"}
+# What a closed form may raise on a spec it cannot read: no theory, not a failed combine.
+NO_THEORY = (ValueError, SpecError, TypeError)
 
 
-def theory_for(spec: dict[str, Any]) -> float | None:
-    """The closed-form mean response time of a sim spec, or None."""
+@dataclass(frozen=True)
+class TheoryModel:
+    """A sim spec as the closed forms read it: `schedlab.theory`'s arguments."""
+
+    policy: str
+    arrival: str
+    size: str
+    cpus: int
+    params: dict[str, Any]
+
+
+def theory_model(spec: dict[str, Any]) -> TheoryModel | None:
+    """The queue a sim spec describes, or None when it has a key the closed forms do not
+    account for (or no arrivals to derive)."""
     try:
         info = find_policy(spec["policy"])
     except (SpecError, KeyError):
@@ -687,12 +774,43 @@ def theory_for(spec: dict[str, Any]) -> float | None:
     if isinstance(size, int | float):
         size = f"det:{size}"
     cpus = int(spec.get("cpus", 1))
-    try:
-        arrival = spec.get("arrival")
-        if arrival is None:
-            if spec.get("load") is None:
-                return None
+    arrival = spec.get("arrival")
+    if arrival is None:
+        if spec.get("load") is None:
+            return None
+        try:
             arrival = theory.poisson_at_load(float(spec["load"]), size, cpus=cpus)
-        return theory.mean_response(info["name"], arrival, size, cpus=cpus, **params)
-    except (ValueError, SpecError, TypeError):
+        except NO_THEORY:
+            return None
+    return TheoryModel(info["name"], arrival, size, cpus, params)
+
+
+def theory_for(spec: dict[str, Any]) -> float | None:
+    """The closed-form mean response time of a sim spec, or None."""
+    m = theory_model(spec)
+    try:
+        return None if m is None else theory.mean_response(m.policy, m.arrival, m.size,
+                                                           cpus=m.cpus, **m.params)
+    except NO_THEORY:
+        return None
+
+
+def theory_quantile(spec: dict[str, Any], p: float | Any) -> float | np.ndarray | None:
+    """Quantiles of the response time of a sim spec (`theory.response_quantile`; `p` a number
+    or a list), or None where the distribution has no theory."""
+    m = theory_model(spec)
+    try:
+        return None if m is None else theory.response_quantile(m.policy, m.arrival, m.size, p,
+                                                               cpus=m.cpus, **m.params)
+    except NO_THEORY:
+        return None
+
+
+def theory_cdf(spec: dict[str, Any], x: float | Any) -> float | np.ndarray | None:
+    """P(T <= x) of a sim spec (`theory.response_cdf`), or None where there is no theory."""
+    m = theory_model(spec)
+    try:
+        return None if m is None else theory.response_cdf(m.policy, m.arrival, m.size, x,
+                                                          cpus=m.cpus, **m.params)
+    except NO_THEORY:
         return None

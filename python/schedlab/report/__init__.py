@@ -16,7 +16,7 @@ import pandas as pd
 from schedlab.report.plots import PLOTTERS, Context, Plot, plt
 from schedlab.store import load_results
 
-__all__ = ["make_report", "world_gap", "share_gap"]
+__all__ = ["make_report", "world_gap", "share_gap", "unprecise_runs"]
 
 OPTIONAL_PLOTS = ("load_series",)
 
@@ -84,6 +84,8 @@ figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 13px; max-width
 svg.plot { max-width: 100%; height: auto; display: block; }
 .notes li { color: #8a5300; } .meta td { text-align: left; }
 .off { color: #b00; } .ok { color: #070; }
+.warning { color: #7a2e00; background: #fff4e5; border-left: 4px solid #d9480f;
+           padding: 0.6em 0.9em; }
 """
 
 
@@ -99,30 +101,120 @@ def _e(v: Any) -> str:
     return _html.escape(str(v))
 
 
+PERCENTILES = ("response_p50", "response_p95", "response_p99")
+
+
+def _inside(r: Any) -> bool:
+    """Whether the theory lies in the row's interval (which may be asymmetric)."""
+    return bool(pd.notna(r["ci_low"]) and pd.notna(r["ci_high"])
+                and r["ci_low"] <= r["theory"] <= r["ci_high"])
+
+
+def _interval(r: Any) -> str:
+    if pd.isna(r["ci_low"]) or pd.isna(r["ci_high"]):
+        return "–"
+    return f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
+
+
+def _vs_theory(r: Any) -> str:
+    theory = r["theory"]
+    if not (pd.notna(theory) and theory):
+        return ""
+    rel = (r["mean"] - theory) / theory
+    inside = _inside(r)
+    return (f'<span class="{"ok" if inside else "off"}">{100 * rel:+.1f}%'
+            f'{" (theory inside CI)" if inside else ""}</span>')
+
+
+def _percentile_cell(r: Any | None) -> str:
+    """A percentile, its interval and its theory in one cell."""
+    if r is None or pd.isna(r["mean"]):
+        return "–"
+    cell = _num(r["mean"])
+    if pd.notna(r["ci_low"]) and pd.notna(r["ci_high"]):
+        cell += f" {_interval(r)}"
+    if pd.notna(r["theory"]):
+        inside = _inside(r)
+        cell += (f'<br><small class="{"ok" if inside else "off"}">theory {_num(r["theory"])}'
+                 f'{" inside" if inside else ""}</small>')
+    return cell
+
+
 def _response_table(res: Any) -> str:
     st = res.metric("response_mean")
     if st.empty:
         return "<p>No response times in the results.</p>"
     keys = res.sweep_keys
     multi_world = st["world"].nunique() > 1
-    head = (["world"] if multi_world else []) + keys + ["policy", "mean", "± (CI half-width)",
-                                                        "n", "method", "theory", "vs theory"]
+    conf = int(round(100 * (res.manifest.get("experiment", {}).get("experiment", {})
+                            .get("confidence", 0.95))))
+    # Percentile columns once the stats table has their intervals (one run's sectioning, or
+    # replications).
+    tails = {m: res.metric(m).set_index(["world", "point", "label"]) for m in PERCENTILES}
+    tails = {m: t for m, t in tails.items() if not t.empty and t["ci_low"].notna().any()}
+    head = ((["world"] if multi_world else []) + keys
+            + ["policy", "mean", f"{conf}% CI", "n", "method", "theory", "vs theory"]
+            + [f"{m.removeprefix('response_')} [{conf}% CI]" for m in tails])
     rows = []
     for _, r in st.iterrows():
-        theory = r["theory"]
-        diff = ""
-        if pd.notna(theory) and theory:
-            rel = (r["mean"] - theory) / theory
-            inside = pd.notna(r["half_width"]) and abs(r["mean"] - theory) <= r["half_width"]
-            diff = (f'<span class="{"ok" if inside else "off"}">{100 * rel:+.1f}%'
-                    f'{" (theory inside CI)" if inside else ""}</span>')
         left = ([r["world"]] if multi_world else []) + [_num(r[k]) for k in keys] + [r["label"]]
-        right = [_num(r["mean"]), _num(r["half_width"], 3), str(r["n"]), _e(r["method"]),
-                 _num(theory), diff]
+        right = [_num(r["mean"]), _interval(r), str(r["n"]), _e(r["method"]),
+                 _num(r["theory"]), _vs_theory(r)]
+        at = (r["world"], r["point"], r["label"])
+        right += [_percentile_cell(t.loc[at] if at in t.index else None) for t in tails.values()]
         rows.append("<tr>" + "".join(f'<td class="l">{_e(c)}</td>' for c in left)
                     + "".join(f"<td>{c}</td>" for c in right) + "</tr>")
-    return ("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
-            + "".join(rows) + "</table>")
+    return ('<table class="response"><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
+            + "</tr>" + "".join(rows) + "</table>")
+
+
+def unprecise_runs(res: Any) -> pd.DataFrame:
+    """Runs until precise (`precision` set) that stopped at their cap before the mean
+    response's interval was as narrow as asked: world, point, label, replication, run, the
+    target `precision` and the `response_mean_precision` obtained."""
+    cols = ["world", "point", "label", "replication", "run", "precision",
+            "response_mean_precision"]
+    s = res.summaries
+    if s.empty or not {"precision_reached", "precision"} <= set(s.columns):
+        return pd.DataFrame(columns=cols)
+    # None where no precision was asked: only an explicit False is a miss.
+    missed = s["precision_reached"].map(lambda v: v is not None and not pd.isna(v)
+                                        and not bool(v))
+    target = pd.to_numeric(s["precision"], errors="coerce")
+    out = s[missed & target.notna()]
+    if "response_mean_precision" not in out:
+        out = out.assign(response_mean_precision=math.nan)
+    return out[cols].reset_index(drop=True)
+
+
+MAX_NAMED = 20  # runs named in the warning; the rest are counted
+
+
+def _precision_html(res: Any) -> str:
+    bad = unprecise_runs(res)
+    if bad.empty:
+        return ""
+    points = res.manifest.get("points") or [{}]
+    several = (res.summaries["replication"].nunique() > 1) if "replication" in res.summaries \
+        else False
+    named = []
+    for _, r in bad.head(MAX_NAMED).iterrows():
+        pi = int(r["point"])
+        coords = ", ".join(f"{k} = {_fmt_v(v)}" for k, v in
+                           (points[pi] if pi < len(points) else {}).items())
+        where = f"{r['world']}, {r['label']}, point {pi}" + (f" ({coords})" if coords else "")
+        if several:
+            where += f", replication {int(r['replication'])}"
+        got = r["response_mean_precision"]
+        got_text = f"{100 * got:.3g}%" if pd.notna(got) else "unknown"
+        named.append(f"{where}: {got_text} obtained, {100 * float(r['precision']):.3g}% asked")
+    more = len(bad) - len(named)
+    return ('<p class="warning" id="precision-warning"><b>Not as precise as asked:</b> '
+            f"{len(bad)} run{'s' if len(bad) > 1 else ''} reached its cap "
+            "(<code>max_jobs</code>; <code>max_time</code> in the server world) before "
+            "the mean response's interval was as narrow as <code>precision</code> asks "
+            "(half-width over mean); their intervals are wider than the target. "
+            + _e("; ".join(named)) + (f"; and {more} more" if more > 0 else "") + ".</p>")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +452,10 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot]) -> str:
         counts = res.skipped.groupby("world", sort=False).size()
         parts.append('<p class="off"><b>Skipped:</b> ' + ", ".join(
             f"{n} {w} runs" for w, n in counts.items()) + ' (<a href="#skipped">why</a>).</p>')
-    parts += ["<h2>Mean response time</h2>", _response_table(res)]
+    precision = _precision_html(res)
+    if precision:
+        parts.append(precision)
+    parts += ["<h2>Response time</h2>", _response_table(res)]
     for extra in (_gap_html(res), _skipped_html(res)):
         if extra:
             parts.append(extra)

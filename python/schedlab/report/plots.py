@@ -3,9 +3,12 @@ saying why there is nothing to draw; none of them may stop the report."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -17,6 +20,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from schedlab import sweep  # noqa: E402
+from schedlab.results import json_safe  # noqa: E402
 from schedlab.stats import t_interval  # noqa: E402
 
 plt.rcParams.update({
@@ -26,6 +31,8 @@ plt.rcParams.update({
 })
 
 CDF_POINTS = 600  # points per CDF line: the shape, not every job
+# Points per theory CDF: a numerically inverted transform costs milliseconds per point.
+THEORY_CDF_POINTS = 150
 
 
 @dataclass
@@ -74,6 +81,42 @@ class Context:
 
     def at_point(self, df: pd.DataFrame) -> pd.DataFrame:
         return df[df["point"] == self.point] if "point" in df else df
+
+    @cached_property
+    def theory_specs(self) -> dict[tuple[int, str], dict[str, Any] | None]:
+        return theory_specs(self.res.manifest)
+
+    @cached_property
+    def run_specs(self) -> dict[str, dict[str, Any]]:
+        return {r["id"]: r.get("spec") or {} for r in self.res.manifest.get("runs", [])}
+
+
+def theory_specs(manifest: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any] | None]:
+    """The simulator's reading of each (point, label), the spec the closed forms take (as in
+    `sweep.statistics`): the experiment in the manifest expanded again. The file itself is
+    read instead when it is still there and unchanged, so relative size files resolve as
+    they did. Empty when neither loads: a report without theory, not a failed report."""
+    from schedlab import experiment as ex
+
+    raw = manifest.get("experiment")
+    if not raw:
+        return {}
+
+    def text(v: Any) -> str:
+        return json.dumps(json_safe(v), sort_keys=True, default=str)
+
+    try:
+        exp = None
+        src = manifest.get("source")
+        if src and Path(src).is_file():
+            exp = ex.load(src, quick=bool(manifest.get("quick")), check_world=False)
+            if text(exp.raw) != text(raw):  # edited since the run
+                exp = None
+        if exp is None:
+            exp = ex.load(raw, check_world=False)
+    except Exception:
+        return {}
+    return exp.theory_specs
 
 
 def _fmt(v: Any) -> str:
@@ -135,16 +178,19 @@ def _metric_axes(ctx: Context, ax: Any, metric: str, ylabel: str, theory: bool =
 
 def _metric_bars(ctx: Context, ax: Any, st: pd.DataFrame, ylabel: str, theory: bool,
                  colors: dict[str, Any]) -> bool:
-    names, means, errs, cols, theo = [], [], [], [], []
+    names, means, below, above, cols, theo = [], [], [], [], [], []
     for (world, label), g in st.groupby(["world", "label"], sort=False):
         row = g.iloc[0]
         names.append(ctx.series_name(world, label, row))
         means.append(row["mean"])
-        errs.append(row["half_width"] if pd.notna(row["half_width"]) else 0.0)
+        # One run's own interval may be asymmetric about its value: the bar shows both ends.
+        below.append(max(row["mean"] - row["ci_low"], 0.0) if pd.notna(row["ci_low"]) else 0.0)
+        above.append(max(row["ci_high"] - row["mean"], 0.0) if pd.notna(row["ci_high"])
+                     else 0.0)
         cols.append(colors.get(label))
         theo.append(row["theory"])
     pos = np.arange(len(names))
-    ax.bar(pos, means, yerr=errs, color=cols, alpha=0.85, capsize=4)
+    ax.bar(pos, means, yerr=[below, above], color=cols, alpha=0.85, capsize=4)
     if theory and ctx.cfg.theory:
         t = np.array(theo, dtype=float)
         if np.isfinite(t).any():
@@ -174,14 +220,14 @@ def response(ctx: Context) -> Plot:
                      .get("confidence", 0.95)))
     return _single(ctx, "response", "Mean response time",
                    f"Mean response time with {conf}% confidence bands (Student t across "
-                   "replications, or batch means of one run); dotted lines (black bars) are "
-                   "the closed forms of queueing theory where one exists.",
+                   "replications, or the batch-means interval of one run); dotted lines (black "
+                   "bars) are the closed forms of queueing theory where one exists.",
                    "response_mean", "mean response time", theory=True)
 
 
 def percentiles(ctx: Context) -> Plot:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
-    drawn = [_metric_axes(ctx, ax, m, lab) for ax, m, lab in
+    drawn = [_metric_axes(ctx, ax, m, lab, theory=True) for ax, m, lab in
              zip(axes, ("response_p95", "response_p99"), ("p95 response", "p99 response"),
                  strict=True)]
     if not any(drawn):
@@ -193,7 +239,10 @@ def percentiles(ctx: Context) -> Plot:
         axes[1].legend(loc="best")
     fig.tight_layout()
     return Plot("percentiles", "Tail latency: p95 and p99 of response time",
-                "Per-run percentiles, averaged over replications, with confidence bands.", fig)
+                "Per-run percentiles, averaged over replications, with confidence bands "
+                "(Student t across replications, or sectioning of one run); dotted lines "
+                "(black bars) are the quantiles of queueing theory's response-time "
+                "distribution where it is known.", fig)
 
 
 def throughput(ctx: Context) -> Plot:
@@ -323,6 +372,7 @@ def cdf(ctx: Context) -> Plot:
     colors = ctx.colors()
     lo, hi = math.inf, 0.0
     styles = ["-", "--", ":", "-."]
+    labels = []
     for (world, label), df in jobs.items():
         r = np.sort(df["response"].to_numpy(float))
         r = r[np.isfinite(r)]
@@ -332,10 +382,14 @@ def cdf(ctx: Context) -> Plot:
         xs = np.quantile(r, q)
         ax.plot(xs, q, styles[ctx.worlds.index(world) % 4], color=colors.get(label),
                 label=label + (f" [{world}]" if len(ctx.worlds) > 1 else ""))
+        labels.append(label)
         pos = r[r > 0]
         if len(pos):
             lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
-    if math.isfinite(lo) and hi / lo > 100:
+    log = math.isfinite(lo) and hi / lo > 100
+    theory = _theory_cdfs(ctx, ax, list(dict.fromkeys(labels)), lo, hi, log) \
+        if ctx.cfg.theory and hi > 0 else []
+    if log:
         ax.set_xscale("log")
     for p in (0.95, 0.99):
         ax.axhline(p, color="grey", lw=0.6, ls=":")
@@ -344,8 +398,41 @@ def cdf(ctx: Context) -> Plot:
     ax.set_title(title + ctx.point_desc())
     ax.legend(loc="lower right")
     fig.tight_layout()
-    return Plot("cdf", title, "Empirical CDF of response time (replication 0, stored per-job "
-                "rows); dotted lines mark p95 and p99.", fig)
+    caption = ("Empirical CDF of response time (replication 0, stored per-job rows); dotted "
+               "grey lines mark p95 and p99.")
+    if theory:
+        caption += (" Thin dotted lines of the same colour are queueing theory's response-time "
+                    "distribution, open diamonds its p95 and p99, for " + ", ".join(theory)
+                    + ".")
+    return Plot("cdf", title, caption, fig)
+
+
+def _theory_cdfs(ctx: Context, ax: Any, labels: list[str], lo: float, hi: float,
+                 log: bool) -> list[str]:
+    """Draws the theory CDF and its p95 and p99 for each policy whose point has one (once per
+    policy: theory describes the workload, whatever world ran it); returns those policies."""
+    colors = ctx.colors()
+    drawn = []
+    for label in labels:
+        spec = ctx.theory_specs.get((ctx.point, label))
+        tails = sweep.theory_quantile(spec, [0.95, 0.99]) if spec is not None else None
+        if tails is None:
+            continue
+        top = max(hi, float(tails[-1]))  # a short run may not reach the theory's p99
+        xs = np.geomspace(lo, top, THEORY_CDF_POINTS) if log else \
+            np.linspace(0.0, top, THEORY_CDF_POINTS)
+        ys = sweep.theory_cdf(spec, xs)
+        if ys is None:
+            continue
+        slug = "".join(c if c.isalnum() else "-" for c in label)
+        (line,) = ax.plot(xs, ys, ":", lw=1.0, color=colors.get(label),
+                          label=f"{label}: theory")
+        line.set_gid(f"theory-cdf-{slug}")  # an element id in the SVG
+        (marks,) = ax.plot(tails, [0.95, 0.99], "D", ms=5, mfc="none", mew=1.2,
+                           color=colors.get(label))
+        marks.set_gid(f"theory-tail-{slug}")
+        drawn.append(label)
+    return drawn
 
 
 def _per_cpu_means(s: pd.DataFrame, column: str) -> list[tuple[str, str, np.ndarray]]:
@@ -408,23 +495,28 @@ def load_series(ctx: Context) -> Plot:
     for _, row in s.iterrows():
         df = ctx.res.run_table(row["run"], "load_series")
         if df is not None and len(df):
-            panels.append((row["world"], row["label"], df))
+            panels.append((row["world"], row["label"], df, _warmup_end(ctx, row)))
     if not panels:
         return Plot("load_series", title, "", note=f"{title}: no load time series at this "
                     "point (experiment.load_sample in the simulator; the os world samples "
                     "placement by itself)")
     labels = list(dict.fromkeys(p[1] for p in panels))
     worlds = list(dict.fromkeys(p[0] for p in panels))
+    warmups = False
     fig, axes = plt.subplots(len(labels), len(worlds), figsize=(min(5.5 * len(worlds), 12),
                                                                0.6 + 2.4 * len(labels)),
                              squeeze=False, sharex=True, sharey=True)
     cmap = plt.get_cmap("tab10")
-    for world, label, df in panels:
+    for world, label, df, warmup_end in panels:
         ax = axes[labels.index(label)][worlds.index(world)]
         for cpu, g in df.groupby("cpu", sort=True):
             g = g.sort_values("time")
             ax.step(g["time"], g["runnable"], where="post", lw=1.1, color=cmap(int(cpu) % 10),
                     label=f"CPU {int(cpu)}")
+        if warmup_end is not None:
+            ax.axvline(warmup_end, color="black", ls="--", lw=1.0,
+                       label="end of warm-up").set_gid("warmup-end")
+            warmups = True
         ax.set_title(label + (f" [{world}]" if len(ctx.worlds) > 1 else ""), fontsize=9,
                      loc="left")
         ax.set_ylabel("runnable tasks")
@@ -433,10 +525,27 @@ def load_series(ctx: Context) -> Plot:
         ax.set_xlabel("time (ms)")
     fig.suptitle(title + ctx.point_desc())
     fig.tight_layout()
-    return Plot("load_series", title, "Tasks runnable (running or waiting) on each CPU at each "
-                "sample, replication 0: the simulator samples its runqueues every "
-                "experiment.load_sample ms; the os world reads where every worker is (state "
-                "R) at its own sampling period.", fig)
+    caption = ("Tasks runnable (running or waiting) on each CPU at each sample, replication 0: "
+               "the simulator samples its runqueues every experiment.load_sample ms; the os "
+               "world reads where every worker is (state R) at its own sampling period.")
+    if warmups:
+        caption += (" The dashed vertical line is the end of the warm-up: jobs arriving before "
+                    "it are not measured.")
+    return Plot("load_series", title, caption, fig)
+
+
+def _warmup_end(ctx: Context, row: Any) -> float | None:
+    """When the run's measured interval began (`warmup_time`, ms), if it discarded a warm-up:
+    jobs (`warmup_jobs`, auto or set) or a time its spec set. Without one, `warmup_time` is
+    merely the first arrival, no end of anything."""
+    t = row.get("warmup_time")
+    if t is None or not pd.notna(t) or float(t) <= 0:
+        return None
+    jobs = row.get("warmup_jobs")
+    set_time = ctx.run_specs.get(row["run"], {}).get("warmup_time") or 0
+    if (jobs is not None and pd.notna(jobs) and jobs > 0) or float(set_time) > 0:
+        return float(t)
+    return None
 
 
 def gantt(ctx: Context) -> Plot:
