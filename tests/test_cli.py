@@ -128,3 +128,20 @@ def test_policies_lists_every_policy_with_params():
     names = {p["name"] for p in json.loads(out.stdout)}
     assert {"fcfs", "lcfs", "sjf", "psjf", "srpt", "rr", "ps", "priority", "lottery", "stride",
             "mlfq", "fb", "cfs", "edf"} <= names
+
+
+def test_every_command_prints_its_help():
+    # The vocabulary's texts go into argparse, which formats them with %: one "95% interval"
+    # in a key's help once made `sim --help` and `os --help` raise.
+    import argparse
+
+    from schedlab.cli import make_parser
+
+    parser = make_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert {"sim", "os", "run", "serve", "load", "theory"} <= set(sub.choices)
+    for name, p in sub.choices.items():
+        text = p.format_help()
+        assert f"usage: schedlab {name}" in text, name
+    sim_help = sub.choices["sim"].format_help()
+    assert "--precision" in sim_help and "95% interval" in sim_help

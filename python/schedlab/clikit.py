@@ -39,6 +39,11 @@ _TYPES = {"str": str, "dist": str, "int": int, "float": float, "cpus": cpus_arg,
           "int|auto": int_or_auto}
 
 
+def _help(text: str) -> str:
+    """A vocabulary text as argparse help, which formats it with % (a "95% interval")."""
+    return text.replace("%", "%%")
+
+
 def add_key_flags(parser: argparse.ArgumentParser, keys: list[str],
                   skip: tuple[str, ...] = ()) -> None:
     """One flag per key (`--context-switch` is `context_switch`), grouped by section, typed
@@ -51,10 +56,10 @@ def add_key_flags(parser: argparse.ArgumentParser, keys: list[str],
         group = groups.setdefault(k.section, parser.add_argument_group(f"{k.section} keys"))
         if k.form == "bool":
             group.add_argument(flag(name), action=argparse.BooleanOptionalAction, default=None,
-                               help=k.help)
+                               help=_help(k.help))
         else:
             group.add_argument(flag(name), type=_TYPES[k.form], metavar=k.form.upper(),
-                               help=k.help)
+                               help=_help(k.help))
 
 
 def add_policy_param_flags(parser: argparse.ArgumentParser, title: str) -> None:
@@ -69,7 +74,7 @@ def add_policy_param_flags(parser: argparse.ArgumentParser, title: str) -> None:
             seen.add(param["name"])
             group.add_argument(flag(param["name"]), dest=f"param_{param['name']}",
                                metavar=param["kind"].upper(),
-                               help=f"{param['help']} ({param['unit']})")
+                               help=_help(f"{param['help']} ({param['unit']})"))
 
 
 def _class_value(key: str, value: str) -> Any:
