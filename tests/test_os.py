@@ -511,6 +511,38 @@ def test_ctrl_c_kills_and_reaps_every_child():
         assert not Path(f"/proc/{pid}").exists(), (pid, err)
 
 
+def test_run_until_precise_stops_when_precise_or_at_max_time():
+    # Two closed-loop processes of 2 ms jobs, thinking 4 ms on average, on one CPU: the
+    # coordinator reads their job records every 50 ms and stops them once the mean response
+    # is known to 2% (the simulator's rule), or at max_time.
+    spec = {"clients": 2, "size": "det:2", "think": "exp:4", "cpus": 1, "jobs": 200,
+            "seed": 3, **QUIET}
+    r = osrun.run({**spec, "precision": 0.02, "max_time": 20_000})
+    s = r.summary
+    assert s["precision"] == 0.02 and s["precision_reached"] is True
+    assert s["stopped_precise"] and not s["stopped_by_time"] and s["contended_end"] == "precise"
+    assert s["response_mean_precision"] <= 0.02 and s["jobs"] >= 200
+    lo, hi = s["response_mean_ci"]
+    assert (hi - lo) / 2 <= 0.02 * s["response_mean"]
+    # About 300 jobs/s: precise after 850-1,500 jobs (3-5 s in 12 runs), before the 20 s cap.
+    assert s["contended_ms"] < 15_000
+    # Under the user-space dispatcher, too tight for the cap: it stops at max_time, says so.
+    capped = osrun.run({**spec, "policy": "rr", "quantum": 1, "precision": 0.0001,
+                        "max_time": 1500}).summary
+    assert capped["precision_reached"] is False and capped["stopped_by_time"]
+    assert not capped["stopped_precise"] and capped["response_mean_precision"] > 0.0001
+    assert 1400 <= capped["contended_ms"] < 2500
+    for bad, key in (({"precision": 0.02}, "precision"), ({"max_time": 9}, "max_time"),
+                     ({"precision": 0.02, "max_time": 9, "time": 9}, "time"),
+                     ({"precision": 2, "max_time": 9}, "precision"),
+                     ({"precision": 0.02, "max_time": 9, "batch": 2, "clients": None}, "precision"),
+                     ({"max_jobs": 9, "precision": 0.02, "max_time": 9}, "max_jobs")):
+        given = {k: v for k, v in {**spec, **bad}.items() if v is not None}
+        with pytest.raises(SpecError) as e:
+            os_world.run(given)
+        assert e.value.key == key, (bad, e.value)
+
+
 def test_bad_keys_name_the_key_and_exit_2():
     with pytest.raises(SpecError) as e:
         osrun.run({"clients": 1, "jobs": 1, "sched": "fifo"})

@@ -88,7 +88,7 @@ def os_summary(jobs: pd.DataFrame) -> dict:
            "coordinator": {"measure_cpu_ms": 0.0, "cpu_ms": 1.0, "samples_taken": 0},
            "tasks": [{"measure_cpu_ms": 0.0, "unfinished": 0, "jobs_done": 0}] * n_tasks,
            "contended_end_ms": wall, "contended_end": "time", "stopped_by_time": True,
-           "timed_out": False, "missing": {}, "warnings": []}
+           "stopped_precise": False, "timed_out": False, "missing": {}, "warnings": []}
     plan = {"cpus": [0], "tasks": [{"sched": {"policy": "other"}, "jobs": None}] * n_tasks}
     options = {"dispatcher": None, "seed": 1, "warmup_time": 0.0, "class_names": CLASSES}
     measured = jobs.assign(cpu_time=jobs["size"], io=0.0)

@@ -64,7 +64,7 @@ def run_notes(s: dict[str, Any]) -> list[str]:
     if s.get("precision_reached") is False:
         notes.append(f"WARNING: precision {s['precision']:g} not reached "
                      f"({s.get('response_mean_precision', float('nan')):.2%} at the cap); "
-                     "raise max_jobs")
+                     f"raise {'max_jobs' if s.get('world', 'sim') == 'sim' else 'max_time'}")
     return notes
 
 
@@ -186,20 +186,28 @@ def _print_os(result: Any) -> None:
     table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")
+    table.add_column("95% interval", justify="right")
+    table.add_column("unit")
     rows = [
-        ("response_mean", "response mean (ms)"), ("response_p95", "response p95 (ms)"),
-        ("wait_mean", "run-queue wait mean (ms)"), ("throughput", "throughput (jobs/ms)"),
-        ("utilization", "utilization"), ("context_switches", "context switches"),
-        ("migrations", "migrations"), ("jain_share", "Jain (share/entitled)"),
-        ("contended_ms", "contended interval (ms)"), ("measure_overhead", "measurement overhead"),
-        ("dispatcher_overhead", "dispatcher CPU / wall"), ("foreign_fraction", "foreign CPU"),
+        ("response_mean", "response mean", "ms"), ("response_p50", "response p50", "ms"),
+        ("response_p95", "response p95", "ms"), ("response_p99", "response p99", "ms"),
+        ("wait_mean", "run-queue wait mean", "ms"), ("throughput", "throughput", "jobs/ms"),
+        ("utilization", "utilization", "ratio"), ("context_switches", "context switches", "count"),
+        ("migrations", "migrations", "count"), ("jain_share", "Jain (share/entitled)", "ratio"),
+        ("contended_ms", "contended interval", "ms"),
+        ("measure_overhead", "measurement overhead", "ratio"),
+        ("dispatcher_overhead", "dispatcher CPU / wall", "ratio"),
+        ("foreign_fraction", "foreign CPU", "ratio"),
     ]
-    for key, label in rows:
+    for key, label, unit in rows:
         v = s.get(key)
         if v is None or (isinstance(v, float) and v != v):
             continue
-        table.add_row(label, f"{v:.4g}" if isinstance(v, float) else str(v))
+        table.add_row(label, f"{v:.4g}" if isinstance(v, float) else str(v),
+                      interval_text(s.get(f"{key}_ci")), unit)
     console.print(table)
+    for note in run_notes(s):
+        console.print(note, style="bold red" if note.startswith("WARNING") else None)
     cols = ["task", "class", "policy", "nice", "rtprio", "tickets", "cpu_time", "runqueue_wait",
             "context_switches", "migrations", "share", "entitled", "killed"]
     t = result.tasks[[c for c in cols if c in result.tasks.columns]]

@@ -50,8 +50,8 @@ NATIVE_KEYS = frozenset({
     "policy", "params", "arrival", "load", "size", "jobs", "time", "clients", "think", "classes",
     "bytes", "files", "catalogue", "zipf", "burst", "cpus", "buffer", "packet", "packet_unit",
     "cost", "cost_mode", "max_connections", "header_timeout", "idle_timeout", "send_timeout",
-    "drain_timeout", "seed", "warmup", "warmup_time", "threads", "connections", "timeout",
-    "miss", "keep_alive", "keep_jobs", "hdr_log", "server_log"})
+    "drain_timeout", "seed", "warmup", "warmup_time", "precision", "max_time", "threads",
+    "connections", "timeout", "miss", "keep_alive", "keep_jobs", "hdr_log", "server_log"})
 NATIVE_CLASS_KEYS = frozenset({"name", "fraction", "size", "bytes", "priority", "tickets",
                                "weight", "nice", "deadline", "clients", "prefix"})
 EXTRA_COLUMNS = ["sent", "status", "error", "path", "server_arrival", "service", "turns"]
@@ -270,6 +270,20 @@ def plan(spec: dict[str, Any]) -> Plan:
               "keep_alive", "zipf"):
         if k in spec:
             load[k] = spec[k]
+    # Until precise: the generator looks at the mean response with the simulator's rule, and
+    # max_time caps its sending (time is the length of a run that is not until precise).
+    if "precision" in spec:
+        load["precision"] = _num("precision", spec["precision"], strict=True)
+        if "time" in spec:
+            raise spec_error("time", spec["time"], "no time with precision: max_time caps a "
+                             "run until precise")
+        if "max_time" not in spec:
+            raise spec_error("precision", spec["precision"], "a cap too: max_time (ms of "
+                             "sending)")
+        load["time"] = _num("max_time", spec["max_time"], strict=True)
+    elif "max_time" in spec:
+        raise spec_error("max_time", spec["max_time"], "max_time with precision only (time "
+                         "is the length of a run)")
     # Not yet the default here (it is in the simulator): the simulator's pilots find the cut
     # before the run and measure `jobs` after it, while a real run finds it afterwards, so
     # the cut comes out of the `jobs` sent.
@@ -301,7 +315,7 @@ def plan(spec: dict[str, Any]) -> Plan:
                                                   if "fraction" in c else {}),
                             **({"clients": int(c["clients"])} if c.get("clients") else {})}
                            for c in classes]
-    if not burst_groups and "jobs" not in spec and "time" not in spec:
+    if not burst_groups and not {"jobs", "time", "max_time"} & set(spec):
         raise spec_error("jobs", "(missing)", "jobs or time (when to stop sending)")
     warmup_time = spec.get("warmup_time")
     if warmup_time is not None:
@@ -611,6 +625,7 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
         "runnable_mean_per_cpu": [float(ok["response"].sum() / span)] if span > 0 else [np.nan],
         "offered_load": np.nan, "sim_time": duration, "warmup_jobs": int(s["warmup"]),
         "unfinished": int((jobs["error"] != 0).sum()), "events": int(s["sent"]),
+        "precision": p.load.get("precision"),
     }
     summary, classes, task_table = summarize(ok, tasks, p.classes or ["0"], counters)
     mean_service = float(np.mean(service)) if len(service) else float("nan")
@@ -720,6 +735,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--jobs", type=int, help="measured requests")
     p.add_argument("--duration", type=_duration_ms, help="how long to send: 10s, 500ms, 2m")
     p.add_argument("--warmup", type=int, help="requests left out of the results")
+    p.add_argument("--precision", type=float, help="send until the mean response's 95%% "
+                   "interval is this narrow (half-width over mean), looking first after --jobs; "
+                   "--duration caps the run")
     p.add_argument("--seed", type=int, help="random seed; default 1")
     p.add_argument("--threads", type=int, help="generator threads; default 1")
     p.add_argument("--connections", type=int, help="open loop: connections at most")
@@ -774,8 +792,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def load_config(args: argparse.Namespace) -> dict[str, Any]:
     cfg: dict[str, Any] = {"url": args.url}
     for key in ("clients", "think", "rate", "arrival", "burst", "mix", "zipf", "classes", "jobs",
-                "warmup", "seed", "threads", "connections", "timeout", "miss", "hdr_log",
-                "progress"):
+                "warmup", "precision", "seed", "threads", "connections", "timeout", "miss",
+                "hdr_log", "progress"):
         value = getattr(args, key, None)
         if value is not None:
             cfg[key] = value
@@ -816,7 +834,17 @@ def cmd_load(args: argparse.Namespace) -> int:
         if isinstance(v, float) and not math.isfinite(v):
             continue
         table.add_row(label, f"{v:,.4g}" if isinstance(v, float) else f"{v:,}")
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if s.get("precision") is not None:
+        got = s.get("response_mean_precision")
+        got_text = f"{got:.2%}" if isinstance(got, float) and math.isfinite(got) else "unknown"
+        if s.get("precision_reached"):
+            console.print(f"precision {s['precision']:g} reached: the mean response's 95% "
+                          f"interval is ±{got_text} of it (in completion order)")
+        else:
+            console.print(f"WARNING: precision {s['precision']:g} not reached ({got_text} at "
+                          "the cap); raise --duration", style="bold red")
     if s["errors_by_kind"]:
         print("errors: " + ", ".join(f"{k} {v}" for k, v in s["errors_by_kind"].items()))
     return 0

@@ -17,6 +17,7 @@
 pub mod dispatcher;
 pub mod output;
 pub mod plan;
+pub mod precise;
 pub mod procfs;
 pub mod run;
 pub mod shm;

@@ -19,6 +19,10 @@ pub struct Output {
     pub contended_end_ms: f64,
     pub contended_end: String,
     pub stopped_by_time: bool,
+    /// A run until precise that stopped because it was (before its time cap), and the
+    /// measured jobs its rule had seen then.
+    pub stopped_precise: bool,
+    pub precise_jobs: Option<u64>,
     pub timed_out: bool,
     pub missing: Missing,
     pub warnings: Vec<String>,

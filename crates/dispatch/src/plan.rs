@@ -17,6 +17,19 @@ pub struct Plan {
     pub cpus: Vec<usize>,
     /// Stop at this time after the start (ms): no new job starts, running ones are abandoned.
     pub time: Option<f64>,
+    /// Run until precise: stop as at `time` (then the cap) once the mean response's interval
+    /// is this narrow, half-width over mean (`schedlab_model::output::UntilPrecise`).
+    #[serde(default)]
+    pub precision: Option<f64>,
+    /// Until precise: measured jobs, in all, at the first look.
+    #[serde(default)]
+    pub first_look: Option<u64>,
+    /// Until precise: jobs left out of the rule, the first `warmup` to complete and those
+    /// arriving before `warmup_time` (ms), as the summary leaves them out.
+    #[serde(default)]
+    pub warmup: u64,
+    #[serde(default)]
+    pub warmup_time: f64,
     /// Kill everything at this time after the start (ms).
     pub hard_timeout: f64,
     /// Placement sampling period (ms); None: off.
@@ -247,6 +260,18 @@ impl Plan {
         }
         if !(self.hard_timeout > 0.0 && self.hard_timeout.is_finite()) {
             return Err(err("hard_timeout", self.hard_timeout, "a number > 0 (ms)"));
+        }
+        if let Some(p) = self.precision {
+            if !(p > 0.0 && p < 1.0) {
+                return Err(err("precision", p, "a relative half-width > 0 and < 1"));
+            }
+            if self.time.is_none() {
+                return Err(err(
+                    "time",
+                    "(missing)",
+                    "a time cap for a run until precise",
+                ));
+            }
         }
         let mut sizes = Vec::new();
         let mut thinks = Vec::new();

@@ -15,6 +15,7 @@ use schedlab_model::SpecError;
 use crate::dispatcher::Dispatcher;
 use crate::output::{Coordinator, Jobs, Output, Samples, TaskOut};
 use crate::plan::{is_rt, Checked, IoPlan, Plan, TaskPlan};
+use crate::precise;
 use crate::procfs::{self, Hide, Missing, ProcFiles};
 use crate::shm::{state, step, Shm, MISSING};
 use crate::sys;
@@ -511,6 +512,9 @@ fn coordinate(
     let at = |ms: f64| t0 + (ms * 1e6) as u64;
     let mut next_sample = plan.sample.map(|_| t0);
     let stop_at = plan.time.map(at);
+    let mut watch = precise::Watch::new(plan);
+    let mut next_poll = watch.as_ref().map(|_| t0 + precise::POLL_NS);
+    let mut stopped_precise = false;
     let hard_at = at(plan.hard_timeout);
     let mut stopped = false;
     let mut killed = false;
@@ -535,6 +539,9 @@ fn coordinate(
         }
         if let Some(s) = next_sample {
             deadline = deadline.min(s);
+        }
+        if let (Some(p), false) = (next_poll, stopped) {
+            deadline = deadline.min(p);
         }
         for (i, t) in tasks.iter().enumerate() {
             if !t.released && t.alive {
@@ -682,11 +689,26 @@ fn coordinate(
                 }
             }
         }
+        let mut precise_now = false;
+        if let (Some(w), Some(p), false) = (watch.as_mut(), next_poll, stopped) {
+            if now >= p {
+                let m0 = sys::thread_cpu_ns();
+                precise_now = w.poll(shm, t0);
+                next_poll = Some(now + precise::POLL_NS);
+                measure_ns += sys::thread_cpu_ns() - m0;
+            }
+        }
         if let (Some(s), false) = (stop_at, stopped) {
-            if now >= s {
+            if now >= s || precise_now {
+                stopped_precise = precise_now && now < s;
                 if contended.is_none() {
                     let m0 = sys::thread_cpu_ns();
-                    contended = Some((ms(now), "time limit".into()));
+                    let why = if stopped_precise {
+                        "precise"
+                    } else {
+                        "time limit"
+                    };
+                    contended = Some((ms(now), why.into()));
                     if let Some(d) = dispatcher.as_mut() {
                         dispatch_shares = Some(d.shares_now(now));
                     }
@@ -802,7 +824,9 @@ fn coordinate(
         segments,
         contended_end_ms,
         contended_end,
-        stopped_by_time: stopped,
+        stopped_by_time: stopped && !stopped_precise,
+        stopped_precise,
+        precise_jobs: watch.as_ref().map(|w| w.measured()),
         timed_out: killed,
         missing,
         warnings,

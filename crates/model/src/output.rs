@@ -367,6 +367,85 @@ impl SeriesStats {
     }
 }
 
+/// The rule of a run until precise, in every world that runs one: at every 10% more measured
+/// jobs, look at the mean response's interval; once it has been narrow enough (half-width at
+/// most `target` times the mean, with uncorrelated batches) at two looks in a row, the run
+/// stops. One look alone stops too often on an interval narrow by chance.
+#[derive(Clone, Copy, Debug)]
+pub struct UntilPrecise {
+    pub target: f64,
+    next: u64,
+    narrow: u32,
+}
+
+impl UntilPrecise {
+    /// A rule whose first look comes at `first_look` measured jobs.
+    pub fn new(target: f64, first_look: u64) -> Self {
+        UntilPrecise {
+            target,
+            next: first_look,
+            narrow: 0,
+        }
+    }
+
+    /// Whether a look is due at `n` measured jobs.
+    #[inline]
+    pub fn due(&self, n: u64) -> bool {
+        n >= self.next
+    }
+
+    /// Looks at the interval of the mean `mean` at `n` measured jobs: true when the run is
+    /// precise enough to stop.
+    pub fn look(&mut self, n: u64, interval: &Interval, mean: f64) -> bool {
+        let narrow = interval.uncorrelated && interval.half_width() <= self.target * mean.abs();
+        self.narrow = if narrow { self.narrow + 1 } else { 0 };
+        self.next = n + n.div_ceil(10).max(1);
+        self.narrow >= 2
+    }
+}
+
+/// A run until precise that sees nothing but its measured responses, one at a time (the load
+/// generator, the os world's coordinator): the series, its mean and the rule.
+pub struct PrecisionWatch {
+    series: SeriesStats,
+    moments: Moments,
+    rule: UntilPrecise,
+}
+
+impl PrecisionWatch {
+    pub fn new(target: f64, first_look: u64) -> Self {
+        PrecisionWatch {
+            series: SeriesStats::default(),
+            moments: Moments::default(),
+            rule: UntilPrecise::new(target, first_look),
+        }
+    }
+
+    /// Adds a measured response; true once the run is precise enough to stop.
+    pub fn add(&mut self, x: f64) -> bool {
+        self.series.add(x);
+        self.moments.add(x);
+        let n = self.moments.n;
+        if !self.rule.due(n) {
+            return false;
+        }
+        let mean = self.moments.mean;
+        let interval = self.series.mean_interval(mean);
+        self.rule.look(n, &interval, mean)
+    }
+
+    /// Measured responses seen so far.
+    pub fn n(&self) -> u64 {
+        self.moments.n
+    }
+
+    /// The mean's interval now, half-width over mean (NaN before two batches).
+    pub fn precision(&self) -> f64 {
+        let mean = self.moments.mean;
+        self.series.mean_interval(mean).half_width() / mean.abs()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,6 +523,28 @@ mod tests {
         // At 20,000 observations the test finds uncorrelated batches in most series (the
         // others get an interval from 10-20 long batches, marked as such).
         assert!(found >= 340, "{found} of 400");
+    }
+
+    #[test]
+    fn until_precise_stops_at_the_second_narrow_look_in_a_row() {
+        let iv = |half: f64, uncorrelated: bool| Interval {
+            low: 10.0 - half,
+            high: 10.0 + half,
+            batches: 20,
+            batch_size: 100,
+            uncorrelated,
+        };
+        let mut rule = UntilPrecise::new(0.05, 1000);
+        assert!(!rule.due(999) && rule.due(1000));
+        // 0.4 <= 5% of 10: narrow; then wide (reset), narrow, narrow: stop.
+        assert!(!rule.look(1000, &iv(0.4, true), 10.0));
+        assert!(!rule.due(1099) && rule.due(1100));
+        assert!(!rule.look(1100, &iv(0.6, true), 10.0));
+        assert!(!rule.look(1210, &iv(0.5, true), 10.0));
+        assert!(rule.look(1331, &iv(0.1, true), 10.0));
+        // Correlated batches never count as narrow.
+        let mut rule = UntilPrecise::new(0.05, 10);
+        assert!(!rule.look(10, &iv(0.1, false), 10.0) && !rule.look(11, &iv(0.1, false), 10.0));
     }
 
     #[test]

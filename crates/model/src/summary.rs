@@ -376,6 +376,11 @@ impl Summarizer {
         self.response.n
     }
 
+    /// The mean response so far.
+    pub fn response_mean(&self) -> f64 {
+        self.response.mean_or_nan()
+    }
+
     /// The 95% interval of the mean response so far (see [`crate::output`]).
     pub fn response_mean_interval(&self) -> Interval {
         self.response_series

@@ -165,6 +165,7 @@ pub const KEYS: &[Key] = &[
     key("warmup", S::Experiment, F::IntOrAuto, U::Count, "jobs discarded at the start (by arrival order), or auto: chosen by MSER-5 on the responses; default auto for open workloads, 0 otherwise"),
     key("precision", S::Experiment, F::Float, U::Ratio, "run until the mean response's 95% interval is this narrow: half-width over mean, e.g. 0.01; jobs is then the first look"),
     key("max_jobs", S::Experiment, F::Int, U::Count, "sim: cap of a run until precise, in measured jobs; default 100000000"),
+    key("max_time", S::Experiment, F::Float, U::Time, "server and os: cap of a run until precise, in ms (required with precision there)"),
     key("warmup_time", S::Experiment, F::Float, U::Time, "jobs arriving before this time (ms) are discarded"),
     key("batches", S::Experiment, F::Int, U::Count, "split the measured jobs into this many batches and report each batch's mean response (batch means)"),
     key("threads", S::Experiment, F::Int, U::Count, "server: load generator threads; default 1"),

@@ -252,7 +252,8 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
     summary, classes_df, common = _summary(raw, plan, options, measured, extras, shares, load,
                                            warm, basis, noise)
     tasks = common.merge(extras.drop(columns=["class", "migrations"]), on="task", how="left")
-    summary.update(_balance(load, plan, contended_end if raw["stopped_by_time"] else wall))
+    stopped = raw["stopped_by_time"] or raw["stopped_precise"]
+    summary.update(_balance(load, plan, contended_end if stopped else wall))
 
     env = dict(environment)
     agroups = sorted({t["autogroup"] for t in rt if t["autogroup"]})
@@ -331,7 +332,7 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         "runnable_mean_per_cpu": [float(load[f"cpu{c}"].mean()) for c in cpus]
         if not load.empty else [math.nan] * len(cpus),
         "offered_load": math.nan, "sim_time": wall, "warmup_jobs": warm,
-        "unfinished": unfinished,
+        "unfinished": unfinished, "precision": plan.get("precision"),
     }
     class_names = options["class_names"]
     s, classes, common = summarize(measured, shares, class_names, counters)
@@ -349,6 +350,7 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         "contended_end": raw["contended_end"],
         "share_basis": basis,
         "stopped_by_time": raw["stopped_by_time"],
+        "stopped_precise": raw["stopped_precise"],
         "timed_out": raw["timed_out"],
         "killed_tasks": int(tasks["killed"].notna().sum()),
         "measure_cpu_ms": measure,

@@ -29,7 +29,7 @@ NATIVE_KEYS = frozenset({
     "jobs", "time", "clients", "think", "batch", "classes", "bursts", "io", "cpus", "runqueues",
     "affinity", "start_pinned", "release_after", "enforce", "seed", "warmup", "warmup_time",
     "hard_timeout", "rttime", "job_counters", "io_dir", "quiet_wait", "noise_threshold",
-    "retry_noisy", "pretend_missing", "keep_jobs", "load_sample"})
+    "retry_noisy", "pretend_missing", "keep_jobs", "load_sample", "precision", "max_time"})
 NATIVE_CLASS_KEYS = frozenset({
     "name", "fraction", "clients", "batch", "size", "think", "priority", "tickets", "weight",
     "nice", "sched", "rtprio", "runtime", "deadline", "period", "affinity", "start_pinned",
@@ -190,6 +190,25 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     jobs = spec.get("jobs")
     if jobs is not None:
         jobs = int(_number("jobs", jobs, lo=1, integer=True))
+    # Until precise, max_time caps the run (the coordinator stops there as at time) and jobs,
+    # if given, is the first look (in all), not a quota per process.
+    precision, first_look = spec.get("precision"), None
+    if precision is not None:
+        ok = isinstance(precision, int | float) and not isinstance(precision, bool) \
+            and 0 < precision < 1
+        if not ok:
+            raise spec_error("precision", precision, "a relative half-width > 0 and < 1, "
+                             "e.g. 0.05")
+        if time_ is not None:
+            raise spec_error("time", time_, "no time with precision: max_time caps a run "
+                             "until precise")
+        if "max_time" not in spec:
+            raise spec_error("precision", precision, "a cap too: max_time (ms of running)")
+        time_ = _number("max_time", spec["max_time"], lo=1e-9, allowed="a number > 0 (ms)")
+        first_look, jobs = jobs, None
+    elif "max_time" in spec:
+        raise spec_error("max_time", spec["max_time"], "max_time with precision only (time "
+                         "ends any other run)")
     classes_in = spec.get("classes") or [{}]
     if not isinstance(classes_in, list) or not all(isinstance(c, dict) for c in classes_in):
         raise spec_error("classes", classes_in, "a list of tables")
@@ -225,6 +244,9 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         one_shot = [key == "batch"] * n_classes
     if sum(counts) == 0:
         raise spec_error("clients", 0, "at least one process")
+    if any(one_shot) and precision is not None:
+        raise spec_error("precision", precision, "a workload that goes on (clients): one-shot "
+                         "batch processes end by themselves")
     if any(one_shot) and jobs is not None:
         raise spec_error("jobs", jobs, "nothing with batch: each one-shot process runs one job")
     if not all(one_shot) and jobs is None and time_ is None:
@@ -419,6 +441,10 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "kernel_weights": kernel_weights,
         "kernel_sched": kernel_sched,
     }
+    if precision is not None:
+        # The coordinator's rule leaves out what the summary will leave out.
+        plan.update({"precision": float(precision), "first_look": first_look,
+                     "warmup": options["warmup"], "warmup_time": options["warmup_time"]})
     return plan, options
 
 

@@ -99,10 +99,7 @@ def _start_pinned(t: Translation, key: str) -> None:
 MEASURED = "real context switches cost what they cost: measured, not modelled"
 SERVER_FILES = "files and their sizes belong to the server world: give size (ms of CPU)"
 
-# Issue 11 item 5: the real worlds report intervals and choose their warm-up, but do not yet
-# grow a run until it is precise.
-NOT_YET_PRECISE = ("the simulator only for now: a real run reports its intervals but does not "
-                   "yet grow until precise; give time (and replications)")
+SIM_CAP = "the simulator's cap of a run until precise: the os world's is max_time (ms)"
 
 KEYS = {
     "policy": maps(_policy), "params": NATIVE,
@@ -131,7 +128,8 @@ KEYS = {
     "max_connections": drops(), "header_timeout": drops(), "idle_timeout": drops(),
     "send_timeout": drops(), "drain_timeout": drops(),
     "seed": NATIVE, "warmup": NATIVE, "warmup_time": NATIVE,
-    "precision": refuses(NOT_YET_PRECISE), "max_jobs": refuses(NOT_YET_PRECISE), "batches": drops(),
+    "precision": NATIVE, "max_time": NATIVE, "max_jobs": refuses(SIM_CAP),
+    "batches": drops(),
     "threads": drops(), "connections": drops(), "timeout": drops(), "miss": drops(),
     "keep_alive": drops(), "hard_timeout": NATIVE, "rttime": NATIVE, "job_counters": NATIVE,
     "io_dir": NATIVE, "quiet_wait": NATIVE, "noise_threshold": NATIVE, "retry_noisy": NATIVE,

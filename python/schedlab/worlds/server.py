@@ -168,10 +168,7 @@ NO_COUNTERPART = "the server serves requests from one queue: it has no counterpa
 CLASS_NO_COUNTERPART = ("a class key the server has no counterpart of (its classes differ by "
                         "size, priority, tickets, weight or deadline)")
 
-# Issue 11 item 5: the real worlds report intervals and choose their warm-up, but do not yet
-# grow a run until it is precise.
-NOT_YET_PRECISE = ("the simulator only for now: a real run reports its intervals but does not "
-                   "yet grow until precise; give time (and replications)")
+SIM_CAP = "the simulator's cap of a run until precise: the server's is max_time (ms)"
 
 KEYS = {
     "policy": maps(_policy), "params": maps(_params),
@@ -198,7 +195,7 @@ KEYS = {
     "cost_mode": NATIVE, "max_connections": NATIVE, "header_timeout": NATIVE,
     "idle_timeout": NATIVE, "send_timeout": NATIVE, "drain_timeout": NATIVE,
     "seed": NATIVE, "warmup": NATIVE, "warmup_time": NATIVE,
-    "precision": refuses(NOT_YET_PRECISE), "max_jobs": refuses(NOT_YET_PRECISE), "batches": drops(),
+    "precision": NATIVE, "max_time": NATIVE, "max_jobs": refuses(SIM_CAP), "batches": drops(),
     "threads": NATIVE, "connections": NATIVE, "timeout": NATIVE, "miss": NATIVE,
     "keep_alive": NATIVE, "hard_timeout": drops(), "rttime": drops(), "job_counters": drops(),
     "io_dir": drops(), "quiet_wait": drops(), "noise_threshold": drops(),

@@ -193,6 +193,7 @@ KEYS = {
     "send_timeout": drops(), "drain_timeout": drops(),
     "seed": NATIVE, "warmup": NATIVE, "warmup_time": NATIVE, "precision": NATIVE,
     "max_jobs": NATIVE, "batches": NATIVE,
+    "max_time": refuses("the server's cap of a run until precise: the simulator's is max_jobs"),
     "threads": drops(), "connections": drops(), "timeout": drops(), "miss": drops(),
     "keep_alive": drops(), "hard_timeout": drops(), "rttime": drops(), "job_counters": drops(),
     "io_dir": drops(), "quiet_wait": drops(), "noise_threshold": drops(),

@@ -400,7 +400,7 @@ impl<'a> Engine<'a> {
         let mut next_tick = now_ns() + TICK_NS;
         loop {
             let now = now_ns();
-            if now >= end_issue {
+            if now >= end_issue || self.progress.precise.load(Relaxed) {
                 self.stop_issuing = true;
             }
             self.fire_due(now);
@@ -949,6 +949,8 @@ impl<'a> Engine<'a> {
                     self.out.intervals[i].saturating_record(us);
                 }
                 *self.out.status.entry(rec.status).or_default() += 1;
+                self.progress
+                    .measured(now.saturating_sub(rec.intended) as f64 / 1e6);
                 self.out.bytes += rec.bytes;
             } else {
                 self.out.errors[err as usize] += 1;

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, SystemTime};
 
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{ms_since, now_ns};
 use engine::{Arrivals, Engine, Plan, ThreadPlan};
 use schedlab_model::dist::Dist;
+use schedlab_model::output::PrecisionWatch;
 use schedlab_model::SpecError;
 pub use workload::{BurstGroup, ClassSpec, TargetSpec, Workload};
 
@@ -81,6 +82,7 @@ pub struct LoadSpec {
     pub jobs: Option<u64>,
     pub time: Option<f64>,
     pub warmup: Option<u64>,
+    pub precision: Option<f64>,
     pub seed: Option<u64>,
     pub threads: Option<u32>,
     pub connections: Option<u32>,
@@ -107,6 +109,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("jobs", "measured requests to send (after warmup)"),
     ("time", "stop sending after this many ms"),
     ("warmup", "requests sent first and left out of the results"),
+    ("precision", "send until the mean response's 95% interval is this narrow (half-width over mean, e.g. 0.05), looking first after jobs requests; time caps the run"),
     ("seed", "random seed; default 1"),
     ("threads", "generator threads; default 1"),
     ("connections", "open loop: connections at most; default 1000"),
@@ -139,6 +142,8 @@ pub struct LoadConfig {
     pub jobs: Option<u64>,
     pub time_ms: Option<f64>,
     pub warmup: u64,
+    /// Send until the mean response is this precise (the simulator's rule), at most `time_ms`.
+    pub precision: Option<f64>,
     pub seed: u64,
     pub threads: usize,
     pub connections: usize,
@@ -333,6 +338,23 @@ impl LoadSpec {
                 return Err(err("time", t, "milliseconds > 0"));
             }
         }
+        if let Some(p) = self.precision {
+            if !(p > 0.0 && p < 1.0) {
+                return Err(err(
+                    "precision",
+                    p,
+                    "a relative half-width > 0 and < 1, e.g. 0.05",
+                ));
+            }
+            if self.time.is_none() || matches!(mode, Mode::Burst { .. }) {
+                return Err(err(
+                    "precision",
+                    p,
+                    "a run with a time cap (time) and a workload that goes on (clients, \
+                     arrival or rate)",
+                ));
+            }
+        }
         let timeout_ms = self.timeout.unwrap_or(30_000.0);
         if !(timeout_ms > 0.0 && timeout_ms.is_finite()) {
             return Err(err("timeout", timeout_ms, "milliseconds > 0"));
@@ -354,6 +376,7 @@ impl LoadSpec {
             jobs: self.jobs,
             time_ms: self.time,
             warmup: self.warmup.unwrap_or(0),
+            precision: self.precision,
             seed: self.seed.unwrap_or(1),
             threads,
             connections,
@@ -367,7 +390,8 @@ impl LoadSpec {
     }
 }
 
-/// Counters shared by the threads, for the progress line.
+/// Counters shared by the threads, for the progress line; and, in a run until precise, the
+/// responses so far and the flag that stops every thread's sending.
 pub struct Progress {
     pub sent: AtomicU64,
     pub done: AtomicU64,
@@ -375,10 +399,15 @@ pub struct Progress {
     pub missed: AtomicU64,
     last_ns: AtomicU64,
     last_done: AtomicU64,
+    pub precise: AtomicBool,
+    watch: Option<Mutex<PrecisionWatch>>,
 }
 
+/// First look of a run until precise when `jobs` is not given.
+const FIRST_LOOK: u64 = 1_000;
+
 impl Progress {
-    fn new() -> Progress {
+    fn new(cfg: &LoadConfig) -> Progress {
         Progress {
             sent: AtomicU64::new(0),
             done: AtomicU64::new(0),
@@ -386,6 +415,21 @@ impl Progress {
             missed: AtomicU64::new(0),
             last_ns: AtomicU64::new(0),
             last_done: AtomicU64::new(0),
+            precise: AtomicBool::new(false),
+            watch: cfg
+                .precision
+                .map(|p| Mutex::new(PrecisionWatch::new(p, cfg.jobs.unwrap_or(FIRST_LOOK)))),
+        }
+    }
+
+    /// A measured response (ms) of a run until precise; sets `precise` once the rule says so.
+    pub fn measured(&self, response_ms: f64) {
+        let Some(watch) = &self.watch else {
+            return;
+        };
+        let mut w = watch.lock().unwrap_or_else(|e| e.into_inner());
+        if w.add(response_ms) {
+            self.precise.store(true, Relaxed);
         }
     }
 
@@ -467,6 +511,11 @@ pub struct LoadSummary {
     pub hdr_log: Option<String>,
     /// CLOCK_MONOTONIC ns of the run's time 0 (to align the server's log).
     pub start_ns: u64,
+    /// A run until precise: the precision asked for, whether the rule stopped the sending
+    /// (false: the time cap did), and the mean's precision at the end, in completion order.
+    pub precision: Option<f64>,
+    pub precision_reached: Option<bool>,
+    pub response_mean_precision: Option<f64>,
 }
 
 pub struct LoadOutput {
@@ -519,7 +568,8 @@ fn thread_plans(cfg: &LoadConfig) -> Vec<ThreadPlan> {
                 index: i,
                 threads: n,
                 plan,
-                jobs: cfg.jobs.map(share),
+                // Until precise, `jobs` is the first look, not a quota.
+                jobs: cfg.jobs.filter(|_| cfg.precision.is_none()).map(share),
                 warmup: share(cfg.warmup),
                 seed: cfg.seed,
                 preconnect,
@@ -534,7 +584,7 @@ fn thread_plans(cfg: &LoadConfig) -> Vec<ThreadPlan> {
 
 /// Runs the load and returns what it measured.
 pub fn run(cfg: &LoadConfig) -> io::Result<LoadOutput> {
-    let progress = Arc::new(Progress::new());
+    let progress = Arc::new(Progress::new(cfg));
     let plans = thread_plans(cfg);
     let n = plans.len();
     let gate = Arc::new(Barrier::new(n));
@@ -573,7 +623,14 @@ pub fn run(cfg: &LoadConfig) -> io::Result<LoadOutput> {
         eprintln!();
     }
     let start_ns = start.load(Relaxed);
-    merge(cfg, outs, start_ns)
+    let mut out = merge(cfg, outs, start_ns)?;
+    if let Some(watch) = &progress.watch {
+        let w = watch.lock().unwrap_or_else(|e| e.into_inner());
+        out.summary.precision = cfg.precision;
+        out.summary.precision_reached = Some(progress.precise.load(Relaxed));
+        out.summary.response_mean_precision = Some(w.precision());
+    }
+    Ok(out)
 }
 
 fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::Result<LoadOutput> {

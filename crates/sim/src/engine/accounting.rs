@@ -186,28 +186,18 @@ impl Engine<'_> {
         }
     }
 
-    /// A run until precise: at every 10% more measured jobs, look at the mean response's
-    /// interval; once it has been narrow enough at two looks in a row (one look alone stops
-    /// too often on an interval that is narrow by chance), stop the arrivals; the jobs in the
-    /// system still finish, measured.
+    /// A run until precise (`schedlab_model::output::UntilPrecise`): once precise, stop the
+    /// arrivals; the jobs in the system still finish, measured.
     #[cold]
     fn look_at_precision(&mut self) {
-        let Some((target, next)) = self.precision else {
+        let n = self.acct.summary.jobs();
+        let Some(rule) = self.precision.as_mut().filter(|r| r.due(n)) else {
             return;
         };
-        let n = self.acct.summary.jobs();
-        if n < next {
-            return;
-        }
         let iv = self.acct.summary.response_mean_interval();
-        let mean = (iv.low + iv.high) / 2.0;
-        let narrow = iv.uncorrelated && iv.half_width() <= target * mean.abs();
-        self.precise_looks = if narrow { self.precise_looks + 1 } else { 0 };
-        if self.precise_looks >= 2 {
+        if rule.look(n, &iv, self.acct.summary.response_mean()) {
             self.issue_limit = self.issue_limit.min(self.issued);
             self.precision = None;
-        } else {
-            self.precision = Some((target, n + n.div_ceil(10)));
         }
     }
 

@@ -42,7 +42,7 @@ use crate::spec::{Config, Runqueues, Warmup, Workload, DEFAULT_MIN_JOBS};
 use crate::SpecError;
 use accounting::Accounting;
 pub use results::{LoadRow, LoadSample, Segment};
-use schedlab_model::output::mser5;
+use schedlab_model::output::{mser5, UntilPrecise};
 
 /// Everything one run returns.
 pub struct Output {
@@ -223,10 +223,8 @@ struct Engine<'a> {
     issue_limit: u64,
     /// Arrivals before this many are warm-up (by arrival order).
     warmup: u64,
-    /// A run until precise: its target and the measured jobs at which it looks next.
-    precision: Option<(f64, u64)>,
-    /// Looks in a row at which the interval was narrow enough.
-    precise_looks: u32,
+    /// A run until precise: its rule, until it stops the arrivals.
+    precision: Option<UntilPrecise>,
     timers: BinaryHeap<Reverse<(Time, u64, Timer)>>,
     timer_seq: u64,
     device_queue: VecDeque<(u32, f64)>,
@@ -356,7 +354,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         (_, None, _) => u64::MAX,
     };
     let precision = cfg.precision.map(|p| {
-        (
+        UntilPrecise::new(
             p.target,
             cfg.jobs.unwrap_or(DEFAULT_MIN_JOBS).min(p.max_jobs),
         )
@@ -411,7 +409,6 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         issue_limit,
         warmup,
         precision,
-        precise_looks: 0,
         timers: BinaryHeap::new(),
         timer_seq: 0,
         device_queue: VecDeque::new(),
