@@ -35,7 +35,7 @@ run: setup
 test: setup test-rust test-python
 
 test-rust:
-	cargo test --workspace --release --quiet
+	cargo test --workspace --profile test-opt --quiet
 
 # Simulator tests two at a time; then the tests that measure the machine, alone (conftest.REAL).
 test-python: setup
