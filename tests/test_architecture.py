@@ -79,3 +79,37 @@ def test_the_world_registry_lists_each_world_module():
     for world, mod in WORLD_MODULES.items():
         assert worlds.module(world) is mod
         assert callable(mod.run) and callable(mod.validate)
+
+
+def test_the_command_line_starts_without_pandas_scipy_or_matplotlib():
+    import schedlab
+
+    # Issue 12: `schedlab --help` and the parser of every command import none of the heavy
+    # libraries (their cost is measured in bench/startup.py); the API still reaches them on
+    # first use, by the same names.
+    probe = ("import sys, schedlab, schedlab.cli; schedlab.cli.make_parser(); "
+             "heavy = ('pandas', 'scipy', 'matplotlib', 'pyarrow', 'distributed', 'pydantic'); "
+             "print(','.join(m for m in heavy if m in sys.modules)); "
+             "r = schedlab.simulate(policy='fcfs', load=0.5, jobs=200); "
+             "print(type(r).__name__, type(r) is schedlab.Result, "
+             "round(schedlab.theory.mean_response('fcfs', 'exp:2', 'exp:1'), 6), "
+             "issubclass(schedlab.SpecError, ValueError), 'pandas' in sys.modules)")
+    r = subprocess.run([str(BIN / "python"), "-c", probe], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    loaded, api = r.stdout.splitlines()
+    assert loaded == "", loaded
+    # M/M/1 at load 0.5, mean size 1: E[T] = 1 / (1 - 0.5) = 2.
+    assert api == "Result True 2.0 True True"
+    with pytest.raises(AttributeError, match="no attribute 'simulat'"):
+        getattr(schedlab, "simulat")  # noqa: B009
+    # `schedlab sim --json` prints the core's summary: no table, so no pandas either.
+    probe = ("import sys, json, contextlib, io\nfrom schedlab.cli import main\n"
+             "buf = io.StringIO()\n"
+             "with contextlib.redirect_stdout(buf): main(['sim', '--load', '0.5', '--jobs', "
+             "'1000', '--json'])\n"
+             "print(json.loads(buf.getvalue())['jobs'], 'pandas' in sys.modules)")
+    r = subprocess.run([str(BIN / "python"), "-c", probe], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1000", "False"]

@@ -8,6 +8,7 @@ import subprocess
 import pandas as pd
 import pytest
 from conftest import SCHEDLAB, cli_env
+from schedlab.jsonio import dumps
 
 JSON_KEYS = {
     "policy", "jobs", "response_mean", "response_p50", "response_p95", "response_p99",
@@ -35,6 +36,8 @@ def test_sim_json_has_the_summary_keys_and_matches_the_api():
     api = sl.simulate("rr", quantum=10, arrival="exp:21", size="det:20", jobs=20000, seed=1)
     assert summary["response_mean"] == api.summary["response_mean"]
     assert summary["context_switches"] == api.summary["context_switches"] > 0
+    # The whole summary, though the command builds no table (it prints the core's summary).
+    assert summary == json.loads(dumps(api.summary))
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])

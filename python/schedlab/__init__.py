@@ -5,11 +5,38 @@
     r.summary["response_mean"], r.jobs.head()
 """
 
-from schedlab import policies, theory
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from schedlab._core import SpecError
-from schedlab.api import load_results, run, simulate, validate
-from schedlab.results import Result
+
+if TYPE_CHECKING:
+    from schedlab import policies, theory
+    from schedlab.api import load_results, run, simulate, validate
+    from schedlab.results import Result
 
 __all__ = ["simulate", "validate", "run", "load_results", "policies", "theory", "Result",
            "SpecError"]
 __version__ = "0.1.0"
+
+# The API is imported on first use (PEP 562), so the command line starts without pandas and
+# scipy (issue 12). Name -> the module that defines it; None for a submodule.
+_LAZY = {"simulate": "schedlab.api", "validate": "schedlab.api", "run": "schedlab.api",
+         "load_results": "schedlab.api", "Result": "schedlab.results", "policies": None,
+         "theory": None}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'schedlab' has no attribute {name!r}")
+    source = _LAZY[name]
+    value = import_module(f"schedlab.{name}") if source is None else \
+        getattr(import_module(source), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -95,11 +95,17 @@ def _check_outputs(paths: dict[str, str | None]) -> None:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from schedlab.results import dumps, write_table
+    from schedlab.jsonio import dumps
 
     spec = spec_from_args(args, native_keys(sim_world))
     outputs = {key: getattr(args, f"{key}_out") for key in TABLE_OUTPUTS}
     _check_outputs({f"{k}_out": v for k, v in outputs.items()})
+    if args.json and not any(outputs.values()):
+        # The summary alone: no table to build, so nothing of pandas to import (issue 12).
+        print(dumps(sim_world.run_summary(spec)))
+        return 0
+    from schedlab.results import write_table
+
     spec["keep_jobs"] = bool(outputs["jobs"])
     if outputs["schedule"]:
         spec["keep_schedule"] = True
@@ -146,7 +152,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 def cmd_os(args: argparse.Namespace) -> int:
     from schedlab import osrun
-    from schedlab.results import dumps, write_table
+    from schedlab.jsonio import dumps
+    from schedlab.results import write_table
 
     if args.capabilities:
         print(dumps(osrun.capabilities(), indent=2))
@@ -289,7 +296,7 @@ def cmd_theory(args: argparse.Namespace) -> int:
 def cmd_policies(args: argparse.Namespace) -> int:
     catalog = policy_catalog()
     if args.json:
-        from schedlab.results import dumps
+        from schedlab.jsonio import dumps
 
         print(dumps(catalog, indent=2))
         return 0

@@ -4,8 +4,6 @@ the run summary."""
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import platform
 import tempfile
@@ -17,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 import schedlab._core as _core
+from schedlab.jsonio import dumps
 from schedlab.vocabulary import spec_error
 
 JOB_COLUMNS = [
@@ -83,21 +82,6 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
     }
-
-
-def json_safe(value: Any) -> Any:
-    """NaN and infinities become None, so the JSON is standard."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def dumps(value: Any, **kw: Any) -> str:
-    return json.dumps(json_safe(value), allow_nan=False, **kw)
 
 
 @dataclass

@@ -27,23 +27,22 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 import schedlab._core as _core
 from schedlab._core import SpecError
 from schedlab.clikit import Parser, add_policy_param_flags
-from schedlab.results import (
-    JOB_COLUMNS,
-    Result,
-    cut_auto_warmup,
-    dumps,
-    summarize,
-    write_table,
-)
 from schedlab.vocabulary import find_policy, param_value, spec_error
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from schedlab.results import Result
+
+# pandas (with schedlab.results) is imported by the functions that build tables, not here:
+# the command line's parser imports this module for `serve` and `load` (issue 12).
 
 # The keys the server world reads (their meaning, unit and help: `schedlab.vocabulary`).
 NATIVE_KEYS = frozenset({
@@ -460,6 +459,8 @@ class ServerProcess:
 
 def run(spec: dict[str, Any]) -> Result:
     """Runs one server-world spec and returns a Result in the common schema."""
+    import pandas as pd
+
     p = plan(spec)
     with tempfile.TemporaryDirectory(prefix="schedlab-server-") as tmp:
         work = Path(tmp)
@@ -490,6 +491,10 @@ def run(spec: dict[str, Any]) -> Result:
 
 def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
             log: pd.DataFrame | None) -> Result:
+    import pandas as pd
+
+    from schedlab.results import Result, cut_auto_warmup
+
     jobs = request_table(raw, p, log)
     warmup_time = p.spec.get("warmup_time")
     if warmup_time is not None:
@@ -511,6 +516,10 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
     Columns the client cannot know (cpu, first_run, wait, context_switches, migrations) come
     from the server's log; without it they are -1 (cpu) or NaN.
     """
+    import pandas as pd
+
+    from schedlab.results import JOB_COLUMNS
+
     r = {k: np.asarray(v) for k, v in raw["requests"].items()}
     n = len(r["id"])
     targets = raw["targets"]
@@ -597,6 +606,8 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
              stats: dict[str, Any]) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """The common summary (`schedlab.results.summarize`) of the requests served, and the
     server world's own keys."""
+    from schedlab.results import summarize
+
     workers = int(p.serve["workers"])
     busy = [float(b) for b in stats.get("busy_ms", [])]
     duration = float(s["duration"])
@@ -816,6 +827,9 @@ LOAD_ROWS = [("requests", "requests"), ("throughput", "requests/s"),
 
 
 def cmd_load(args: argparse.Namespace) -> int:
+    from schedlab.jsonio import dumps
+    from schedlab.results import write_table
+
     raw = _core.load(load_config(args))
     s = raw["summary"]
     if args.out:

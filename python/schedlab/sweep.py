@@ -45,7 +45,8 @@ import pandas as pd
 from schedlab import experiment as ex
 from schedlab import theory, worlds
 from schedlab._core import SpecError
-from schedlab.results import environment, json_safe, write_table
+from schedlab.jsonio import json_safe
+from schedlab.results import environment, write_table
 from schedlab.stats import batch_means, t_half_width
 from schedlab.store import FORMAT, MANIFEST, RUNS
 from schedlab.vocabulary import find_policy, param_defaults, spec_error

@@ -19,14 +19,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
 from schedlab.osrun import env as envmod
-from schedlab.osrun.build import build as build_result
 from schedlab.osrun.spec import NATIVE_CLASS_KEYS, NATIVE_KEYS, build_plan
-from schedlab.results import Result
 from schedlab.vocabulary import spec_error
+
+if TYPE_CHECKING:
+    from schedlab.results import Result
 
 __all__ = ["run", "validate", "capabilities", "Refused", "Interrupted", "NATIVE_KEYS",
            "NATIVE_CLASS_KEYS", "build_plan"]
@@ -136,6 +137,8 @@ def run(spec: dict[str, Any]) -> Result:
     Raises SpecError (a ValueError naming the key, the value and what is allowed), Refused when
     the kernel forbids a policy, Interrupted when the launcher was told to stop.
     """
+    from schedlab.osrun.build import build as build_result  # pandas: not at import time
+
     plan, options = build_plan(spec)
     _core.os_check(json.dumps(plan))
     uses_dsync = any(t["io"] and "dsync" in t["io"] for t in plan["tasks"])

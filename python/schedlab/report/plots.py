@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from schedlab import sweep  # noqa: E402
-from schedlab.results import json_safe  # noqa: E402
+from schedlab.jsonio import json_safe  # noqa: E402
 from schedlab.stats import t_interval  # noqa: E402
 
 plt.rcParams.update({

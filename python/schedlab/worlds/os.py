@@ -6,12 +6,11 @@ the user-space dispatcher (`schedlab.osrun`). Its native keys are
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
 from schedlab import osrun
 from schedlab.osrun.spec import RUNQUEUES
-from schedlab.results import Result
 from schedlab.vocabulary import spec_error
 from schedlab.worlds import (
     NATIVE,
@@ -23,6 +22,9 @@ from schedlab.worlds import (
     os_form,
     refuses,
 )
+
+if TYPE_CHECKING:
+    from schedlab.results import Result
 
 OPEN_ARRIVALS = ("the os world has no open arrivals: its workloads are closed loops (clients, "
                  "think) or a batch of one-shot processes")

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
 from schedlab import server as machinery
 from schedlab._core import SpecError
-from schedlab.results import Result
 from schedlab.vocabulary import find_policy, param_units, spec_error
 from schedlab.worlds import NATIVE, Translation, check_native, drops, every_class, maps, refuses
+
+if TYPE_CHECKING:
+    from schedlab.results import Result
 
 LINE_BYTES = len(machinery.LINE)  # a line of the generated catalogue
 DEFAULT_PACKET_BYTES = 65_536

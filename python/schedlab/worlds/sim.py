@@ -6,10 +6,9 @@ says how it reads every other key of the vocabulary.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
-from schedlab.results import Result
 from schedlab.vocabulary import cpu_list, flat_spec
 from schedlab.worlds import (
     NATIVE,
@@ -21,6 +20,9 @@ from schedlab.worlds import (
     maps,
     refuses,
 )
+
+if TYPE_CHECKING:
+    from schedlab.results import Result
 
 # A kernel policy as the simulator models it: its textbook policy and parameters.
 MODEL_OF_KERNEL = {
@@ -246,6 +248,13 @@ def warmup(spec: dict[str, Any]) -> int:
 
 def run(spec: dict[str, Any]) -> Result:
     """Runs one simulation; per-job rows are kept unless `keep_jobs` is false."""
+    from schedlab.results import Result  # pandas: not at import time
+
     spec = {"keep_jobs": True, **spec}
     core = core_spec(spec)
     return Result.from_core(_core.simulate(core), core)
+
+
+def run_summary(spec: dict[str, Any]) -> dict[str, Any]:
+    """The summary of `run(spec)` alone, without its tables (nor pandas to hold them)."""
+    return _core.simulate(core_spec({**spec, "keep_jobs": False}))["summary"]
