@@ -81,6 +81,14 @@ def test_the_world_registry_lists_each_world_module():
         assert callable(mod.run) and callable(mod.validate)
 
 
+def _fresh_python(code: str) -> str:
+    """What `code` prints in a new interpreter of the project's venv (nothing imported yet)."""
+    r = subprocess.run([str(BIN / "python"), "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 def test_the_command_line_starts_without_pandas_scipy_or_matplotlib():
     import schedlab
 
@@ -94,10 +102,7 @@ def test_the_command_line_starts_without_pandas_scipy_or_matplotlib():
              "print(type(r).__name__, type(r) is schedlab.Result, "
              "round(schedlab.theory.mean_response('fcfs', 'exp:2', 'exp:1'), 6), "
              "issubclass(schedlab.SpecError, ValueError), 'pandas' in sys.modules)")
-    r = subprocess.run([str(BIN / "python"), "-c", probe], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    loaded, api = r.stdout.splitlines()
+    loaded, api = _fresh_python(probe).splitlines()
     assert loaded == "", loaded
     # M/M/1 at load 0.5, mean size 1: E[T] = 1 / (1 - 0.5) = 2.
     assert api == "Result True 2.0 True True"
@@ -109,7 +114,4 @@ def test_the_command_line_starts_without_pandas_scipy_or_matplotlib():
              "with contextlib.redirect_stdout(buf): main(['sim', '--load', '0.5', '--jobs', "
              "'1000', '--json'])\n"
              "print(json.loads(buf.getvalue())['jobs'], 'pandas' in sys.modules)")
-    r = subprocess.run([str(BIN / "python"), "-c", probe], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["1000", "False"]
+    assert _fresh_python(probe).split() == ["1000", "False"]

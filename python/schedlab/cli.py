@@ -38,6 +38,19 @@ SUMMARY_ROWS = [
     ("jain_slowdown", "Jain (slowdown)", "ratio"), ("jain_share", "Jain (share/entitled)", "ratio"),
 ]
 
+# The rows of the os table: the common metrics, then the os world's own.
+OS_SUMMARY_ROWS = [
+    ("response_mean", "response mean", "ms"), ("response_p50", "response p50", "ms"),
+    ("response_p95", "response p95", "ms"), ("response_p99", "response p99", "ms"),
+    ("wait_mean", "run-queue wait mean", "ms"), ("throughput", "throughput", "jobs/ms"),
+    ("utilization", "utilization", "ratio"), ("context_switches", "context switches", "count"),
+    ("migrations", "migrations", "count"), ("jain_share", "Jain (share/entitled)", "ratio"),
+    ("contended_ms", "contended interval", "ms"),
+    ("measure_overhead", "measurement overhead", "ratio"),
+    ("dispatcher_overhead", "dispatcher CPU / wall", "ratio"),
+    ("foreign_fraction", "foreign CPU", "ratio"),
+]
+
 
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and value == value
@@ -48,6 +61,25 @@ def interval_text(ci: Any) -> str:
     if not isinstance(ci, list | tuple) or len(ci) != 2 or not all(map(_finite, ci)):
         return ""
     return f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+
+
+def summary_table(title: str, rows: list[tuple[str, str, str]], s: dict[str, Any]) -> Any:
+    """A rich table of a summary: one row per (key, label, unit) the summary has a value for,
+    with its 95% interval where the summary has `KEY_ci`."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("95% interval", justify="right")
+    table.add_column("unit")
+    for key, label, unit in rows:
+        value = s.get(key)
+        if value is None or (isinstance(value, float) and value != value):
+            continue
+        table.add_row(label, f"{value:.4g}" if isinstance(value, float) else str(value),
+                      interval_text(s.get(f"{key}_ci")), unit)
+    return table
 
 
 def run_notes(s: dict[str, Any]) -> list[str]:
@@ -117,20 +149,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(dumps(result.summary))
         return 0
     from rich.console import Console
-    from rich.table import Table
 
     s = result.summary
-    table = Table(title=f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed {s['seed']}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("95% interval", justify="right")
-    table.add_column("unit")
-    for key, label, unit in SUMMARY_ROWS:
-        value = s.get(key)
-        if value is None or (isinstance(value, float) and value != value):
-            continue
-        table.add_row(label, f"{value:.4g}" if isinstance(value, float) else str(value),
-                      interval_text(s.get(f"{key}_ci")), unit)
+    table = summary_table(f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed "
+                          f"{s['seed']}", SUMMARY_ROWS, s)
     if s["cpus"] > 1:
         for key, label in (("utilization_per_cpu", "utilization per CPU"),
                            ("runnable_mean_per_cpu", "runnable jobs per runqueue")):
@@ -184,35 +206,12 @@ def cmd_os(args: argparse.Namespace) -> int:
 
 def _print_os(result: Any) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     s = result.summary
     console = Console()
     title = (f"{s['policy']}: {s['tasks']} processes, {s['jobs']} jobs on {s['cpus']} CPU(s), "
              f"wall {s['wall_ms']:.0f} ms")
-    table = Table(title=title)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("95% interval", justify="right")
-    table.add_column("unit")
-    rows = [
-        ("response_mean", "response mean", "ms"), ("response_p50", "response p50", "ms"),
-        ("response_p95", "response p95", "ms"), ("response_p99", "response p99", "ms"),
-        ("wait_mean", "run-queue wait mean", "ms"), ("throughput", "throughput", "jobs/ms"),
-        ("utilization", "utilization", "ratio"), ("context_switches", "context switches", "count"),
-        ("migrations", "migrations", "count"), ("jain_share", "Jain (share/entitled)", "ratio"),
-        ("contended_ms", "contended interval", "ms"),
-        ("measure_overhead", "measurement overhead", "ratio"),
-        ("dispatcher_overhead", "dispatcher CPU / wall", "ratio"),
-        ("foreign_fraction", "foreign CPU", "ratio"),
-    ]
-    for key, label, unit in rows:
-        v = s.get(key)
-        if v is None or (isinstance(v, float) and v != v):
-            continue
-        table.add_row(label, f"{v:.4g}" if isinstance(v, float) else str(v),
-                      interval_text(s.get(f"{key}_ci")), unit)
-    console.print(table)
+    console.print(summary_table(title, OS_SUMMARY_ROWS, s))
     for note in run_notes(s):
         console.print(note, style="bold red" if note.startswith("WARNING") else None)
     cols = ["task", "class", "policy", "nice", "rtprio", "tickets", "cpu_time", "runqueue_wait",

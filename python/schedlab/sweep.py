@@ -33,7 +33,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -786,32 +786,28 @@ def theory_model(spec: dict[str, Any]) -> TheoryModel | None:
     return TheoryModel(info["name"], arrival, size, cpus, params)
 
 
-def theory_for(spec: dict[str, Any]) -> float | None:
-    """The closed-form mean response time of a sim spec, or None."""
+def _closed_form(spec: dict[str, Any], law: Callable[..., Any], *args: Any) -> Any:
+    """`law(policy, arrival, size, *args, cpus=..., **params)` of `schedlab.theory` for the
+    queue a sim spec describes, or None where the spec or the law has no theory."""
     m = theory_model(spec)
     try:
-        return None if m is None else theory.mean_response(m.policy, m.arrival, m.size,
-                                                           cpus=m.cpus, **m.params)
+        return None if m is None else law(m.policy, m.arrival, m.size, *args, cpus=m.cpus,
+                                          **m.params)
     except NO_THEORY:
         return None
+
+
+def theory_for(spec: dict[str, Any]) -> float | None:
+    """The closed-form mean response time of a sim spec, or None."""
+    return _closed_form(spec, theory.mean_response)
 
 
 def theory_quantile(spec: dict[str, Any], p: float | Any) -> float | np.ndarray | None:
     """Quantiles of the response time of a sim spec (`theory.response_quantile`; `p` a number
     or a list), or None where the distribution has no theory."""
-    m = theory_model(spec)
-    try:
-        return None if m is None else theory.response_quantile(m.policy, m.arrival, m.size, p,
-                                                               cpus=m.cpus, **m.params)
-    except NO_THEORY:
-        return None
+    return _closed_form(spec, theory.response_quantile, p)
 
 
 def theory_cdf(spec: dict[str, Any], x: float | Any) -> float | np.ndarray | None:
     """P(T <= x) of a sim spec (`theory.response_cdf`), or None where there is no theory."""
-    m = theory_model(spec)
-    try:
-        return None if m is None else theory.response_cdf(m.policy, m.arrival, m.size, x,
-                                                          cpus=m.cpus, **m.params)
-    except NO_THEORY:
-        return None
+    return _closed_form(spec, theory.response_cdf, x)

@@ -29,7 +29,7 @@ impl Watch {
     pub fn new(plan: &Plan) -> Option<Watch> {
         let target = plan.precision?;
         Some(Watch {
-            rule: PrecisionWatch::new(target, plan.first_look.unwrap_or(1_000).max(1)),
+            rule: PrecisionWatch::new(target, plan.first_look),
             read: vec![0; plan.tasks.len()],
             skip: plan.warmup,
             warmup_time_ns: (plan.warmup_time.max(0.0) * 1e6) as u64,

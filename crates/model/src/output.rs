@@ -412,12 +412,18 @@ pub struct PrecisionWatch {
     rule: UntilPrecise,
 }
 
+/// First look of a real world's run until precise when `jobs` does not say (the simulator's
+/// is its default `jobs`).
+pub const REAL_FIRST_LOOK: u64 = 1_000;
+
 impl PrecisionWatch {
-    pub fn new(target: f64, first_look: u64) -> Self {
+    /// A watch whose first look comes at `first_look` measured jobs, [`REAL_FIRST_LOOK`] when
+    /// none is given.
+    pub fn new(target: f64, first_look: Option<u64>) -> Self {
         PrecisionWatch {
             series: SeriesStats::default(),
             moments: Moments::default(),
-            rule: UntilPrecise::new(target, first_look),
+            rule: UntilPrecise::new(target, first_look.unwrap_or(REAL_FIRST_LOOK).max(1)),
         }
     }
 

@@ -403,9 +403,6 @@ pub struct Progress {
     watch: Option<Mutex<PrecisionWatch>>,
 }
 
-/// First look of a run until precise when `jobs` is not given.
-const FIRST_LOOK: u64 = 1_000;
-
 impl Progress {
     fn new(cfg: &LoadConfig) -> Progress {
         Progress {
@@ -418,7 +415,7 @@ impl Progress {
             precise: AtomicBool::new(false),
             watch: cfg
                 .precision
-                .map(|p| Mutex::new(PrecisionWatch::new(p, cfg.jobs.unwrap_or(FIRST_LOOK)))),
+                .map(|p| Mutex::new(PrecisionWatch::new(p, cfg.jobs))),
         }
     }
 
