@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedlab.results import Result
-from schedlab.vocabulary import flat_spec
+from schedlab.results import Replications, Result
+from schedlab.vocabulary import flat_spec, replication_count
 from schedlab.worlds import sim
 
 
-def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, **kwargs: Any) -> Result:
-    """Runs one simulation and returns a Result.
+def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, replications: int = 1,
+             workers: int | None = None, **kwargs: Any) -> Result | Replications:
+    """Runs one simulation and returns a Result; with `replications=R` (R > 1), R independent
+    runs on `workers` threads (default: every core), returned as Replications (`.runs`, and a
+    `.summary` with Student-t intervals across them). Replication r is seeded
+    `replication_seed(seed, r)`, as in experiment files; the results are the same whatever the
+    number of workers.
 
     Keys are those of the CLI and of experiment files (`schedlab.vocabulary.KEYS`); policy
     parameters are passed by name:
@@ -22,7 +27,13 @@ def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, **kwargs: Any) -> 
     `keep_jobs=False` keeps only the summary (memory stays bounded for any run length).
     Raises SpecError (a ValueError) naming the key, the value and what is allowed.
     """
-    return sim.run(flat_spec(policy, keep_jobs=keep_jobs, **kwargs))
+    replications = replication_count(replications)
+    if workers is not None:
+        workers = replication_count(workers, "workers")
+    spec = flat_spec(policy, keep_jobs=keep_jobs, **kwargs)
+    if replications == 1:
+        return sim.run(spec)
+    return sim.run_replications(spec, replications, workers)
 
 
 def validate(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from schedlab.clikit import (
     class_arg,
     spec_from_args,
 )
-from schedlab.vocabulary import KEYS, policy_catalog, spec_error
+from schedlab.vocabulary import KEYS, policy_catalog, replication_count, spec_error
 from schedlab.worlds import os as os_world
 from schedlab.worlds import sim as sim_world
 
@@ -132,7 +132,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, native_keys(sim_world))
     outputs = {key: getattr(args, f"{key}_out") for key in TABLE_OUTPUTS}
     _check_outputs({f"{k}_out": v for k, v in outputs.items()})
-    if args.json and not any(outputs.values()):
+    replications = replication_count(args.replications)
+    workers = None if args.workers is None else replication_count(args.workers, "workers")
+    if args.json and not any(outputs.values()) and replications == 1:
         # The summary alone: no table to build, so nothing of pandas to import (issue 12).
         print(dumps(sim_world.run_summary(spec)))
         return 0
@@ -141,6 +143,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     spec["keep_jobs"] = bool(outputs["jobs"])
     if outputs["schedule"]:
         spec["keep_schedule"] = True
+    if replications > 1:
+        return _sim_replications(args, spec, outputs, replications, workers)
     result = sim_world.run(spec)
     for key, path in outputs.items():
         if path:
@@ -148,11 +152,48 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(result.summary))
         return 0
+    s = result.summary
+    _print_sim_summary(f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed "
+                       f"{s['seed']}", s, run_notes(s))
+    if len(result.classes) > 1:
+        from rich.console import Console
+
+        Console().print(result.classes.to_string(index=False))
+    return 0
+
+
+def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
+                      outputs: dict[str, str | None], replications: int,
+                      workers: int | None) -> int:
+    """`schedlab sim --replications R`: R independent runs on every core (or --workers),
+    summarised with Student-t intervals across them."""
+    from schedlab.jsonio import dumps
+    from schedlab.results import write_table
+
+    rep = sim_world.run_replications(spec, replications, workers)
+    for key, path in outputs.items():
+        if path:
+            write_table(rep.table(key), path)
+    s = rep.summary
+    if args.json:
+        print(dumps({**s, "runs": [r.summary for r in rep.runs]}))
+        return 0
+    jobs = ", ".join(str(r.summary["jobs"]) for r in rep.runs)
+    notes = [f"{replications} replications, seeds {', '.join(map(str, rep.seeds))} "
+             f"(replication_seed(seed, r), as in experiment files); jobs measured: {jobs}",
+             f"95% intervals: Student t across the {replications} replications"]
+    for i, r in enumerate(rep.runs):
+        notes += [f"replication {i}: {n}" for n in run_notes(r.summary)
+                  if n.startswith("WARNING")]
+    _print_sim_summary(f"{s['policy']}: {replications} replications on {s['cpus']} CPU(s), "
+                       f"seed {s['seed']}", s, notes)
+    return 0
+
+
+def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str]) -> None:
     from rich.console import Console
 
-    s = result.summary
-    table = summary_table(f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed "
-                          f"{s['seed']}", SUMMARY_ROWS, s)
+    table = summary_table(title, SUMMARY_ROWS, s)
     if s["cpus"] > 1:
         for key, label in (("utilization_per_cpu", "utilization per CPU"),
                            ("runnable_mean_per_cpu", "runnable jobs per runqueue")):
@@ -160,11 +201,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
                           "ratio" if key == "utilization_per_cpu" else "jobs")
     console = Console()
     console.print(table)
-    for note in run_notes(s):
-        console.print(note, style="bold red" if note.startswith("WARNING") else None)
-    if len(result.classes) > 1:
-        console.print(result.classes.to_string(index=False))
-    return 0
+    for note in notes:
+        console.print(note, style="bold red" if "WARNING" in note else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,6 +408,11 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sim", help="simulate one run")
     _add_world_flags(p, sim_world, "policy parameters (see `schedlab policies`)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--replications", type=int, default=1, metavar="R",
+                   help="independent runs (replication r seeded as in experiment files), "
+                   "summarised with Student-t intervals across them; default 1")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="threads for --replications; default every core (same results)")
     for key, what in TABLE_OUTPUTS.items():
         p.add_argument(f"--{key.replace('_', '-')}-out", metavar="FILE",
                        help=f"write {what} (.csv or .parquet)")

@@ -23,7 +23,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from schedlab import worlds
@@ -37,6 +36,7 @@ from schedlab.vocabulary import (
     KEYS,
     find_policy,
     policy_catalog,
+    replication_seed,
     spec_error,
 )
 from schedlab.worlds import WORLDS
@@ -664,12 +664,6 @@ def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[s
 # ---------------------------------------------------------------------------------------------
 # Expansion into runs
 # ---------------------------------------------------------------------------------------------
-
-
-def replication_seed(seed: int, replication: int) -> int:
-    """The seed of replication r: the same for every point and policy (common random numbers),
-    independent streams across replications (numpy's SeedSequence mixes the pair)."""
-    return int(np.random.SeedSequence([seed, replication]).generate_state(1, np.uint32)[0])
 
 
 def _resolve_files(value: Any, key: str, base: Path) -> Any:

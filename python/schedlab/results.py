@@ -119,6 +119,61 @@ class Result:
         return dumps({"summary": self.summary, "spec": self.spec, "environment": self.environment})
 
 
+@dataclass
+class Replications:
+    """Independent runs of one spec (`simulate(replications=R)`): replication r is seeded
+    `replication_seed(seed, r)`, as in experiment files. `runs` holds each run's Result;
+    `summary` the mean of every numeric metric across the runs, with a Student-t interval
+    across them (`KEY_ci`) for every metric a single run gives an interval for."""
+
+    runs: list[Result]
+    seed: int
+    seeds: list[int]
+    confidence: float = 0.95
+
+    def interval(self, metric: str) -> Any:
+        """Mean and Student-t half-width of `metric` across the runs (`schedlab.stats`)."""
+        from schedlab.stats import t_interval  # scipy: not at import time
+
+        return t_interval([r.summary.get(metric) for r in self.runs], self.confidence)
+
+    @property
+    def summaries(self) -> pd.DataFrame:
+        """One row per replication: its summary's scalar metrics, `replication` and `seed`."""
+        rows = [{"replication": i, **{k: v for k, v in r.summary.items()
+                                      if not isinstance(v, list | tuple | dict)}}
+                for i, r in enumerate(self.runs)]
+        return pd.DataFrame(rows)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        first = self.runs[0].summary
+        out: dict[str, Any] = {}
+        for key, value in first.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            values = [r.summary.get(key) for r in self.runs]
+            out[key] = float(np.mean(values)) if isinstance(value, float) else int(sum(values))
+            if f"{key}_ci" in first:
+                iv = self.interval(key)
+                out[key] = iv.mean
+                out[f"{key}_ci"] = [iv.low, iv.high]
+        out["policy"], out["cpus"], out["seed"] = first["policy"], first["cpus"], self.seed
+        out["replications"] = len(self.runs)
+        out["seeds"] = list(self.seeds)
+        out["ci_method"] = "replications"
+        return out
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One of the runs' tables (`jobs`, `schedule`, ...) with a `replication` column."""
+        frames = [getattr(r, name).assign(replication=i) for i, r in enumerate(self.runs)]
+        return pd.concat(frames, ignore_index=True)
+
+    def to_json(self) -> str:
+        return dumps({"summary": self.summary, "runs": [r.summary for r in self.runs],
+                      "spec": self.runs[0].spec, "environment": self.runs[0].environment})
+
+
 def write_table(df: pd.DataFrame, path: str | Path) -> None:
     """Writes CSV or Parquet (by extension) atomically: a reader never sees half a file."""
     path = Path(path)

@@ -22,7 +22,8 @@ from schedlab._core import SpecError
 
 __all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", "spec_error",
            "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
-           "param_value", "as_dist", "cpu_list"]
+           "param_value", "as_dist", "cpu_list", "DEFAULT_SEED", "replication_seed",
+           "replication_count"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,26 @@ KERNEL_LABELS = {"other": "CFS", "batch": "BATCH", "idle": "IDLE", "fifo": "FIFO
                  "deadline": "DEADLINE"}
 KERNEL_PARAMS: dict[str, Key] = {n: k for n, k in KEYS.items()
                                  if k.section == "policy" and n not in ("policy", "params")}
+
+
+# The core's `seed` when none is given (a test checks that the two agree).
+DEFAULT_SEED = 1
+
+
+def replication_seed(seed: int, replication: int) -> int:
+    """The seed of replication r: the same for every point and policy (common random numbers),
+    independent streams across replications (numpy's SeedSequence mixes the pair). Used by
+    experiment files and by `simulate(replications=R)` alike, so both make the same runs."""
+    import numpy as np  # on use: the parser's path does not need numpy for this
+
+    return int(np.random.SeedSequence([seed, replication]).generate_state(1, np.uint32)[0])
+
+
+def replication_count(value: Any, key: str = "replications") -> int:
+    """A count of replications or workers: a whole number, at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise spec_error(key, value, "a whole number, at least 1")
+    return value
 
 
 def spec_error(key: str, value: Any, allowed: str) -> SpecError:

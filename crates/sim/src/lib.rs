@@ -5,10 +5,12 @@
 pub mod balance;
 pub mod engine;
 mod mintree;
+pub mod parallel;
 pub mod spec;
 pub mod trace;
 
 pub use engine::{run, warmup_jobs, Output};
+pub use parallel::{available_workers, run_many};
 pub use schedlab_model::SpecError;
 pub use spec::{Config, SimSpec};
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
-from schedlab.vocabulary import cpu_list, flat_spec
+from schedlab.vocabulary import DEFAULT_SEED, cpu_list, flat_spec, replication_seed
 from schedlab.worlds import (
     NATIVE,
     Translation,
@@ -22,7 +22,7 @@ from schedlab.worlds import (
 )
 
 if TYPE_CHECKING:
-    from schedlab.results import Result
+    from schedlab.results import Replications, Result
 
 # A kernel policy as the simulator models it: its textbook policy and parameters.
 MODEL_OF_KERNEL = {
@@ -253,6 +253,29 @@ def run(spec: dict[str, Any]) -> Result:
     spec = {"keep_jobs": True, **spec}
     core = core_spec(spec)
     return Result.from_core(_core.simulate(core), core)
+
+
+def replication_specs(spec: dict[str, Any], replications: int) -> list[dict[str, Any]]:
+    """The core specs of `replications` independent runs of `spec`: replication r is seeded
+    `replication_seed(seed, r)`, as an experiment file seeds its replications."""
+    seed = int(spec.get("seed", DEFAULT_SEED))
+    core = core_spec(spec)
+    return [{**core, "seed": replication_seed(seed, r)} for r in range(replications)]
+
+
+def run_replications(spec: dict[str, Any], replications: int,
+                     workers: int | None = None) -> Replications:
+    """Independent replications of one spec, run in the core on `workers` threads (default:
+    every core) with the same results as one after the other."""
+    from schedlab.results import Replications, Result
+
+    spec = {"keep_jobs": True, **spec}
+    specs = replication_specs(spec, replications)
+    raws = _core.simulate_many(specs, workers)
+    return Replications(runs=[Result.from_core(raw, s) for raw, s in zip(raws, specs,
+                                                                        strict=True)],
+                        seed=int(spec.get("seed", DEFAULT_SEED)),
+                        seeds=[s["seed"] for s in specs])
 
 
 def run_summary(spec: dict[str, Any]) -> dict[str, Any]:
