@@ -19,10 +19,17 @@ def _reference_dir() -> Path:
 
 REFERENCE = _reference_dir()
 
-# Files whose tests measure the machine (real processes, sockets on 127.0.0.1, the server and
-# os worlds of the experiment files): marked `real`. `make test` runs every other test two at a
-# time (pytest-xdist), then these alone, so that nothing of the suite competes with them.
-REAL = {"test_os.py", "test_server.py", "test_experiments.py", "test_report.py"}
+# Tests that measure the machine (real processes, sockets on 127.0.0.1, the server and os
+# worlds of the experiment files) are marked `real`: every test of these files, and elsewhere
+# each test that runs a real world (`@pytest.mark.real`, or `real_param`). `make test` runs
+# every other test two at a time (pytest-xdist), then these alone, so that nothing of the
+# suite competes with them.
+REAL = {"test_os.py", "test_server.py"}
+
+
+def real_param(value, real: bool, id: str):
+    """A parametrize value, marked `real` when it runs a world that measures the machine."""
+    return pytest.param(value, marks=[pytest.mark.real] if real else [], id=id)
 
 
 def pytest_collection_modifyitems(config, items):

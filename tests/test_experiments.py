@@ -13,12 +13,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import schedlab
-from conftest import ROOT, SCHEDLAB, cli_env
+from conftest import ROOT, SCHEDLAB, cli_env, real_param
 from schedlab import experiment as ex
 from schedlab import stats, sweep, vocabulary, worlds
 from schedlab.report import make_report
 
 EXPERIMENTS = sorted((ROOT / "experiments").glob("*/*.toml"))
+
+
+def _runs_a_real_world(path: Path) -> bool:
+    return any(sweep.real_world(w) for w in ex.load(path, quick=True).worlds)
+
+
+EXPERIMENT_PARAMS = [real_param(p, _runs_a_real_world(p), f"{p.parent.name}/{p.name}")
+                     for p in EXPERIMENTS]
 
 
 def schedlab_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -69,7 +77,7 @@ def quick_run(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", EXPERIMENT_PARAMS)
 def test_experiment_runs_quick_and_reports(path, quick_run):
     out = quick_run(path)
     r = schedlab_cli("report", str(out))
@@ -105,6 +113,7 @@ def quick_results(quick_run, *parts: str) -> schedlab.Results:
     return schedlab.load_results(quick_run(ROOT.joinpath("experiments", *parts)))
 
 
+@pytest.mark.real
 def test_linux_grid_runs_in_os_and_sim_from_one_file(quick_run):
     res = quick_results(quick_run, "linux-policies", "grid-os.toml")
     s = res.summaries
@@ -128,6 +137,7 @@ def test_linux_grid_runs_in_os_and_sim_from_one_file(quick_run):
     assert cpu["os", 64, "CFS"] == pytest.approx(cpu["sim", 64, "CFS"], rel=0.15)
 
 
+@pytest.mark.real
 def test_pinned_start_reports_the_load_over_time_in_both_worlds(quick_run):
     res = quick_results(quick_run, "smp-balancing", "pinned-os.toml")
     s = res.summaries.set_index("world")
@@ -144,6 +154,7 @@ def test_pinned_start_reports_the_load_over_time_in_both_worlds(quick_run):
     assert html.count('<figure class="figure" data-plot="load_series">') == 1
 
 
+@pytest.mark.real
 def test_xv6_lottery_tests_on_real_processes_and_in_sim(quick_run):
     res = quick_results(quick_run, "xv6", "os-lottery.toml")
     t = res.tasks
@@ -158,6 +169,7 @@ def test_xv6_lottery_tests_on_real_processes_and_in_sim(quick_run):
     assert (bal.share - bal.entitled).abs().max() < 0.03, bal.to_string()
 
 
+@pytest.mark.real
 def test_xv6_priority_tests_on_real_processes_and_in_sim(quick_run):
     res = quick_results(quick_run, "xv6", "os-priority.toml")
     c = res.classes.set_index(["world", "case", "machine.cpus", "label", "class"])

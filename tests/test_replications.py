@@ -17,6 +17,7 @@ from schedlab.jsonio import dumps
 from schedlab.vocabulary import DEFAULT_SEED, SpecError, replication_seed
 from scipy import stats as st
 
+
 def same(a: dict, b: dict) -> bool:
     """Summaries equal to the bit (NaN included: compared as their JSON text)."""
     return dumps(a) == dumps(b)

@@ -158,6 +158,7 @@ def test_two_worlds_plot_side_by_side(tmp_path, monkeypatch):
     assert "FCFS [server]" in text and "FCFS [sim]" in text
 
 
+@pytest.mark.real
 def test_report_cli_on_a_study(tmp_path):
     out = tmp_path / "convoy"
     schedlab.run(ROOT / "experiments" / "convoy" / "experiment.toml", out=out, quick=True)

@@ -34,7 +34,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::stats::{Moments, HIGHEST, SCALE};
+use crate::stats::{count_of, Moments, HIGHEST, SCALE};
 
 /// Coverage of every interval.
 pub const CONFIDENCE: f64 = 0.95;
@@ -229,7 +229,7 @@ impl SeriesStats {
         if s == self.sections.len() {
             self.sections.push(new_section());
         }
-        self.sections[s].saturating_record((x * SCALE).round().max(0.0) as u64);
+        self.sections[s].saturating_record(count_of(x * SCALE));
         self.open_sum += x;
         self.open_n += 1;
         if self.open_n == self.group {

@@ -288,6 +288,9 @@ pub trait KeyRule: Send + 'static {
     fn preempts(&self, _incoming: &crate::JobView, _running: &crate::JobView, _now: f64) -> bool {
         false
     }
+    /// False when `preempts` is never true (see `Policy::may_preempt`); a rule that overrides
+    /// `preempts` keeps the default.
+    const MAY_PREEMPT: bool = true;
     fn slice(&self) -> Option<f64> {
         None
     }
@@ -354,6 +357,9 @@ impl<R: KeyRule> crate::Policy for KeyedPolicy<R> {
     }
     fn preempts(&self, incoming: &crate::JobView, running: &crate::JobView, now: f64) -> bool {
         self.rule.preempts(incoming, running, now)
+    }
+    fn may_preempt(&self) -> bool {
+        R::MAY_PREEMPT
     }
     fn len(&self) -> usize {
         self.queue.len()

@@ -186,6 +186,12 @@ pub trait Policy: Send {
     fn preempts(&self, _incoming: &JobView, _running: &JobView, _now: f64) -> bool {
         false
     }
+    /// Whether `preempts` can ever answer true. A policy that never preempts says false, and
+    /// the engine skips asking for every newcomer (asked once, at the start of a run). True
+    /// unless a policy knows; a wrong `false` would lose its preemptions.
+    fn may_preempt(&self) -> bool {
+        true
+    }
     /// Service the job received since it was last charged (vruntime, pass, MLFQ allotment).
     fn charge(&mut self, _job: &JobView, _ran: f64, _now: f64) {}
     fn len(&self) -> usize;
@@ -365,6 +371,47 @@ mod tests {
             }
             // Every policy builds with its defaults alone.
             assert!(build(p.name, &Params::new(), 1).is_ok(), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn a_policy_that_says_it_never_preempts_never_does() {
+        // The engine skips `preempts` for these: check it on queued pairs of every kind of
+        // job (sizes, priorities, deadlines, arrivals), with and without parameters.
+        let mut never = Vec::new();
+        for info in POLICIES {
+            let mut p = build(info.name, &Params::new(), 1).expect("defaults build");
+            if p.may_preempt() || p.service() == Service::Fluid {
+                continue;
+            }
+            never.push(info.name);
+            let mut views = Vec::new();
+            for i in 0..24u32 {
+                let mut v = JobView::new(JobId(i), f64::from(i % 5), 0.5 + f64::from(i % 7));
+                v.remaining = v.size - f64::from(i % 3) * 0.1;
+                v.attained = v.size - v.remaining;
+                v.priority = f64::from(i % 4);
+                v.deadline = 10.0 - f64::from(i % 6);
+                v.task = i;
+                p.enqueue(&v, f64::from(i % 5), Enqueue::Arrival);
+                views.push(v);
+            }
+            for a in &views {
+                for b in &views {
+                    assert!(!p.preempts(a, b, 5.0), "{} preempts", info.name);
+                }
+            }
+        }
+        // FCFS, RR and SJF at least take the fast path.
+        for name in ["fcfs", "rr", "sjf"] {
+            assert!(never.contains(&name), "{name}: {never:?}");
+        }
+        // And preemptive ones do not claim it.
+        for name in ["srpt", "psjf", "cfs", "mlfq"] {
+            assert!(
+                build(name, &Params::new(), 1).unwrap().may_preempt(),
+                "{name}"
+            );
         }
     }
 

@@ -83,6 +83,9 @@ impl Policy for RoundRobin {
     fn forgets_sleepers(&self) -> bool {
         true // a sleeping job's slice use is forgotten when it leaves
     }
+    fn may_preempt(&self) -> bool {
+        false // round robin takes no CPU from a running job
+    }
     fn pick_next(&mut self, _: f64) -> Option<JobId> {
         self.queue.pop()
     }

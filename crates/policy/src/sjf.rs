@@ -18,6 +18,7 @@ pub struct Sjf;
 
 impl KeyRule for Sjf {
     const NAME: &'static str = "sjf";
+    const MAY_PREEMPT: bool = false;
     fn key(&self, job: &JobView, _: f64) -> f64 {
         job.size
     }

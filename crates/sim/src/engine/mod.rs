@@ -143,6 +143,8 @@ struct Cpu {
 struct Runqueue {
     policy: Box<dyn Policy>,
     fluid: bool,
+    /// The policy may preempt (`Policy::may_preempt`): newcomers are offered a CPU.
+    may_preempt: bool,
     /// Jobs queued or running (for fluid runqueues: present).
     runnable: u32,
     load: f64,
@@ -178,6 +180,16 @@ enum Timer {
     Io(u32),
     /// Sample every runqueue's runnable count.
     Sample,
+}
+
+/// The earlier of two event times (neither is NaN).
+#[inline(always)]
+fn earliest(a: f64, b: f64) -> f64 {
+    if b < a {
+        b
+    } else {
+        a
+    }
 }
 
 /// The seed the policy of runqueue `r` gets in a run seeded `seed`: public so that a test can
@@ -330,6 +342,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
             }
         }
         rqs.push(Runqueue {
+            may_preempt: policy.may_preempt(),
             policy,
             fluid,
             runnable: 0,
@@ -438,18 +451,23 @@ impl Engine<'_> {
         self.timers.push(Reverse((Time(at), self.timer_seq, what)));
     }
 
+    /// The time of the next event. Times are never NaN, so a plain comparison takes the
+    /// minimum (`f64::min` pays for NaN on every event); sources a run does not have are not
+    /// looked at.
+    #[inline]
     fn next_event(&self) -> f64 {
-        let timer = self.timers.peek().map_or(f64::INFINITY, |r| r.0 .0 .0);
-        let work = self
-            .next_arrival()
-            .min(self.cpu_until.min())
-            .min(self.fluid_next.min())
-            .min(timer);
+        let mut work = earliest(self.next_arrival(), self.cpu_until.min());
+        if self.fluid {
+            work = earliest(work, self.fluid_next.min());
+        }
+        if let Some(r) = self.timers.peek() {
+            work = earliest(work, r.0 .0 .0);
+        }
         // With nothing left to arrive, run or wake, balancing passes alone would go on forever.
         if work == f64::INFINITY {
             return work;
         }
-        work.min(self.balance_at)
+        earliest(work, self.balance_at)
     }
 
     fn main_loop(&mut self) {
@@ -523,7 +541,7 @@ impl Engine<'_> {
             self.fill_idle();
             for &id in &ready {
                 let j = &self.jobs[id.index()];
-                if j.alive && j.queued {
+                if j.alive && j.queued && self.rqs[j.rq as usize].may_preempt {
                     self.maybe_preempt(id);
                 }
             }

@@ -1,0 +1,72 @@
+"""Same bits across builds (issue 12): digests of the summary and the per-job table of a set of
+runs covering every policy and every engine path (open and closed workloads, classes, I/O
+bursts, threads with a timeslice, per-CPU runqueues under every balancer, traces of boosts,
+runs until precise and with automatic warm-up). Run it under two builds and compare:
+
+    .venv/bin/python bits.py > new.txt
+    PYTHONPATH=/path/to/old/python .venv/bin/python bits.py > old.txt && diff old.txt new.txt
+
+Prints one line per run: its name and a SHA-256 of the summary (JSON, floats written
+exactly) and of the per-job table (raw column bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+import schedlab
+from schedlab.jsonio import dumps
+from schedlab.vocabulary import policy_catalog
+
+OPEN = dict(load=0.85, size="hyperexp:1,3", jobs=20_000, seed=11)
+CLOSED = dict(clients=6, think="exp:2", size="exp:1", jobs=20_000, seed=12)
+SMP = dict(clients=40, think="exp:3", size="exp:1", jobs=30_000, cpus=4, runqueues="per-cpu",
+           seed=13)
+
+
+def cases() -> list[tuple[str, str, dict]]:
+    out = []
+    for p in (p["name"] for p in policy_catalog()):
+        extra = {"classes": [{"size": "exp:1", "deadline": 5}]} if p == "edf" else {}
+        out.append((f"{p} open", p, {**OPEN, **extra}))
+        out.append((f"{p} closed", p, {**CLOSED, **extra}))
+        out.append((f"{p} 2 cpus", p, {**OPEN, "cpus": 2, **extra}))
+    for balancer in ("none", "linux", "windows", "steal"):
+        out.append((f"rr smp {balancer}", "rr", {**SMP, "balancer": balancer, "quantum": 1}))
+    out += [
+        ("cfs threads", "cfs", {**SMP, "timeslice": 4, "balancer": "linux"}),
+        ("rr io", "rr", {**CLOSED, "bursts": 3, "io": "exp:1", "quantum": 0.5}),
+        ("priority classes", "priority", {**OPEN, "classes": [
+            {"name": "a", "fraction": 0.3, "priority": 1, "size": "exp:0.5"},
+            {"name": "b", "fraction": 0.7, "priority": 2, "size": "exp:1.5"}]}),
+        ("mlfq windows boost", "mlfq", {**SMP, "boost": "windows", "balancer": "windows",
+                                        "timeslice": 2}),
+        ("fcfs auto warm-up", "fcfs", {**OPEN, "warmup": "auto", "jobs": 50_000}),
+        ("srpt precise", "srpt", {**OPEN, "precision": 0.05, "max_jobs": 200_000}),
+        ("rr switch cost", "rr", {**OPEN, "context_switch": 0.01, "quantum": 0.2}),
+        ("fcfs 10M", "fcfs", dict(load=0.9, size="exp:1", jobs=10_000_000, seed=1,
+                                  keep_jobs=False)),
+    ]
+    return out
+
+
+def digest(r: schedlab.Result) -> str:
+    h = hashlib.sha256(dumps(r.summary).encode())
+    for column in r.jobs.columns:
+        h.update(r.jobs[column].to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def main() -> int:
+    for name, policy, spec in cases():
+        try:
+            line = digest(schedlab.simulate(policy, **spec))
+        except schedlab.SpecError as e:
+            line = f"refused: {e}"
+        print(f"{name:<28} {line}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
