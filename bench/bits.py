@@ -32,6 +32,7 @@ def cases() -> list[tuple[str, str, dict]]:
         out.append((f"{p} open", p, {**OPEN, **extra}))
         out.append((f"{p} closed", p, {**CLOSED, **extra}))
         out.append((f"{p} 2 cpus", p, {**OPEN, "cpus": 2, **extra}))
+        out.append((f"{p} per-cpu linux", p, {**SMP, "balancer": "linux", **extra}))
     for balancer in ("none", "linux", "windows", "steal"):
         out.append((f"rr smp {balancer}", "rr", {**SMP, "balancer": balancer, "quantum": 1}))
     out += [

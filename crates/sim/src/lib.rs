@@ -3,6 +3,7 @@
 //! shares.
 
 pub mod balance;
+mod cpuset;
 pub mod engine;
 mod mintree;
 pub mod parallel;

@@ -4,7 +4,7 @@
 //! finds nothing to do and resets when it moves work. A CPU going idle pulls at once, and a
 //! waking task goes to an idle CPU when its own is busy. Cache-hot jobs are moved last.
 
-use super::{busiest, movable, Balancer, Queued, Settings, View};
+use super::{movable, Balancer, Queued, Settings, View};
 use schedlab_policy::JobId;
 
 pub struct Linux {
@@ -13,34 +13,38 @@ pub struct Linux {
     imbalance: f64,
     interval: Vec<f64>,
     next: Vec<f64>,
+    /// The earliest of `next`, kept because the engine asks after every balancer call.
+    earliest: f64,
     buf: Vec<Queued>,
 }
 
 impl Linux {
     pub fn new(s: &Settings, cpus: usize) -> Linux {
+        // Staggered, so the CPUs do not all balance at the same instant.
+        let next: Vec<f64> = (0..cpus)
+            .map(|c| s.interval * (1.0 + c as f64 / cpus as f64))
+            .collect();
         Linux {
             min: s.interval,
             max: s.interval_max,
             imbalance: s.imbalance,
             interval: vec![s.interval; cpus],
-            // Staggered, so the CPUs do not all balance at the same instant.
-            next: (0..cpus)
-                .map(|c| s.interval * (1.0 + c as f64 / cpus as f64))
-                .collect(),
+            earliest: next.iter().copied().fold(f64::INFINITY, f64::min),
+            next,
             buf: Vec::new(),
         }
     }
 
     /// Pulls work to `cpu`; true when something moved.
     fn balance(&mut self, cpu: usize, idle: bool, view: &mut dyn View) -> bool {
-        let Some(from) = busiest(view, cpu) else {
+        let Some(from) = view.busiest(cpu) else {
             return false;
         };
         let (busy, this) = (view.load(from), view.load(cpu));
         if !idle && busy <= this * self.imbalance {
             return false;
         }
-        let avg = (0..view.cpus()).map(|c| view.load(c)).sum::<f64>() / view.cpus() as f64;
+        let avg = view.total_load() / view.cpus() as f64;
         let amount = (busy - avg).min(avg - this);
         movable(view, from, cpu, &mut self.buf);
         let mut moved = 0.0;
@@ -73,7 +77,7 @@ impl Linux {
 
 impl Balancer for Linux {
     fn next_tick(&self) -> f64 {
-        self.next.iter().copied().fold(f64::INFINITY, f64::min)
+        self.earliest
     }
 
     fn tick(&mut self, now: f64, view: &mut dyn View) {
@@ -89,6 +93,7 @@ impl Balancer for Linux {
             };
             self.next[cpu] = now + self.interval[cpu];
         }
+        self.earliest = self.next.iter().copied().fold(f64::INFINITY, f64::min);
     }
 
     fn idle(&mut self, cpu: usize, _now: f64, view: &mut dyn View) {

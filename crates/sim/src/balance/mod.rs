@@ -135,6 +135,14 @@ pub trait View {
     fn draw(&mut self, n: usize) -> usize;
     /// Moves a queued job of `from` to the runqueue of `to`.
     fn migrate(&mut self, job: JobId, from: usize, to: usize);
+    /// The busiest CPU other than `cpu` with a queued job ([`busiest_by`]).
+    fn busiest(&self, cpu: usize) -> Option<usize> {
+        busiest_by(self.cpus(), cpu, |c| self.runnable(c), |c| self.load(c))
+    }
+    /// The sum of every CPU's load, in CPU order.
+    fn total_load(&self) -> f64 {
+        (0..self.cpus()).map(|c| self.load(c)).sum()
+    }
 }
 
 pub trait Balancer: Send {
@@ -170,11 +178,18 @@ pub(crate) fn movable(view: &dyn View, from: usize, to: usize, buf: &mut Vec<Que
     buf.sort_by_key(|q| q.cache_hot);
 }
 
-/// The CPU with the highest load among those other than `cpu` that have a queued job.
-pub(crate) fn busiest(view: &dyn View, cpu: usize) -> Option<usize> {
-    (0..view.cpus())
-        .filter(|&c| c != cpu && view.runnable(c) >= 2)
-        .max_by(|&a, &b| view.load(a).total_cmp(&view.load(b)).then(b.cmp(&a)))
+/// The CPU with the highest load among those other than `cpu` that have a queued job (the
+/// lowest-numbered on ties). Generic over how the counts are read, so that a view holding
+/// them in arrays scans them without a call per CPU (`View::busiest`).
+pub fn busiest_by(
+    cpus: usize,
+    cpu: usize,
+    runnable: impl Fn(usize) -> u32,
+    load: impl Fn(usize) -> f64,
+) -> Option<usize> {
+    (0..cpus)
+        .filter(|&c| c != cpu && runnable(c) >= 2)
+        .max_by(|&a, &b| load(a).total_cmp(&load(b)).then(b.cmp(&a)))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! first idle one; with none idle it queues on its ideal processor. Threads move between
 //! processors only when one goes idle and takes a queued thread from the busiest.
 
-use super::{busiest, movable, Balancer, Queued, View};
+use super::{movable, Balancer, Queued, View};
 use schedlab_policy::JobId;
 
 #[derive(Default)]
@@ -13,7 +13,7 @@ pub struct Windows {
 
 impl Balancer for Windows {
     fn idle(&mut self, cpu: usize, _now: f64, view: &mut dyn View) {
-        if let Some(from) = busiest(view, cpu) {
+        if let Some(from) = view.busiest(cpu) {
             movable(view, from, cpu, &mut self.buf);
             if let Some(q) = self.buf.first() {
                 view.migrate(q.job, from, cpu);

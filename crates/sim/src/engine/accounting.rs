@@ -116,13 +116,14 @@ impl Engine<'_> {
     pub(super) fn set_runnable(&mut self, r: usize, delta: i32, weight: f64) {
         let (ms, me, now) = (self.acct.measure_start, self.acct.measure_end, self.now);
         let rq = &mut self.rqs[r];
-        let bin = (rq.runnable as usize).min(LOAD_BINS - 1);
+        let (runnable, load) = (&mut self.runnable[r], &mut self.load[r]);
+        let bin = (*runnable as usize).min(LOAD_BINS - 1);
         rq.hist[bin] += (now.min(me) - rq.hist_at.max(ms)).max(0.0);
         rq.hist_at = now;
-        rq.runnable = rq.runnable.wrapping_add_signed(delta);
-        rq.load += weight * delta as f64;
-        if rq.runnable == 0 {
-            rq.load = 0.0;
+        *runnable = runnable.wrapping_add_signed(delta);
+        *load += weight * delta as f64;
+        if *runnable == 0 {
+            *load = 0.0;
         }
     }
 
@@ -160,8 +161,8 @@ impl Engine<'_> {
                 migrations: j.migrations as f64,
             };
             self.acct.summary.add(&row);
-            let rq = &mut self.rqs[j.rq as usize];
-            rq.done_hist[(rq.runnable as usize).min(LOAD_BINS - 1)] += 1;
+            let r = j.rq as usize;
+            self.rqs[r].done_hist[(self.runnable[r] as usize).min(LOAD_BINS - 1)] += 1;
             if let Some(tab) = &mut self.acct.table {
                 tab.job.push(j.seq);
                 tab.client.push(client);
@@ -204,11 +205,11 @@ impl Engine<'_> {
     pub(super) fn sample(&mut self) {
         let now = self.now;
         if let Some(s) = &mut self.acct.series {
-            for (r, rq) in self.rqs.iter().enumerate() {
+            for (r, &runnable) in self.runnable.iter().enumerate() {
                 s.push(LoadSample {
                     time: now,
                     cpu: if self.per_cpu { r as i32 } else { NONE },
-                    runnable: rq.runnable,
+                    runnable,
                 });
             }
         }

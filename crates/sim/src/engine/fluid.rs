@@ -88,7 +88,7 @@ impl Engine<'_> {
         let f = self.rqs[r].policy.fluid().expect("fluid");
         let next = f.next_event(now).unwrap_or(f64::INFINITY);
         self.fluid_next.set(r, next);
-        if self.per_cpu && self.rqs[r].runnable == 0 {
+        if self.per_cpu && self.runnable[r] == 0 {
             self.with_balancer(|b, e| b.idle(r, e.now, e));
         }
     }

@@ -55,8 +55,9 @@ impl Engine<'_> {
     fn loads(&self) -> Vec<CpuLoad> {
         self.rqs
             .iter()
-            .map(|rq| CpuLoad {
-                runnable: rq.runnable,
+            .zip(&self.runnable)
+            .map(|(rq, &runnable)| CpuLoad {
+                runnable,
                 tasks: rq.tasks,
                 weight: rq.task_weight,
                 tickets: rq.task_tickets,
@@ -183,6 +184,7 @@ impl Engine<'_> {
             j.queued_at = self.rqs[r].queued.len() as u32;
             self.rqs[r].queued.push(id);
             self.cpus[r].idle_told = false;
+            self.to_fill.insert(r);
         }
     }
 
@@ -213,14 +215,43 @@ impl Engine<'_> {
     }
 
     pub(super) fn fill_idle(&mut self) {
+        if self.per_cpu {
+            self.fill_idle_per_cpu();
+            return;
+        }
         let now = self.now;
         for c in 0..self.cpus.len() {
             if self.cpus[c].job.is_some() {
                 continue;
             }
-            let r = if self.per_cpu { c } else { 0 };
+            match self.rqs[0].policy.pick_next(now) {
+                Some(id) => {
+                    self.unqueue(id);
+                    self.dispatch(c, id, false);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Per-CPU runqueues: each idle CPU, in order, runs its runqueue's next job, or asks the
+    /// balancer once (it may pull work) and then waits. Only the CPUs in `to_fill` are
+    /// visited: a busy CPU, or an idle one with nothing queued whose balancer was told, would
+    /// find nothing (64 CPUs: visiting every one was most of an event's work).
+    fn fill_idle_per_cpu(&mut self) {
+        let now = self.now;
+        let mut from = 0;
+        while let Some(c) = self.to_fill.first_from(from) {
+            from = c + 1;
+            if self.cpus[c].job.is_some()
+                || (self.cpus[c].idle_told && self.rqs[c].queued.is_empty())
+            {
+                self.to_fill.remove(c);
+                continue;
+            }
+            let r = c;
             let mut next = self.rqs[r].policy.pick_next(now);
-            if next.is_none() && self.per_cpu && !self.cpus[c].idle_told {
+            if next.is_none() && !self.cpus[c].idle_told {
                 self.cpus[c].idle_told = true;
                 self.with_balancer(|b, e| b.idle(c, e.now, e));
                 next = self.rqs[r].policy.pick_next(now);
@@ -229,8 +260,11 @@ impl Engine<'_> {
                 Some(id) => {
                     self.unqueue(id);
                     self.dispatch(c, id, false);
+                    self.to_fill.remove(c);
                 }
-                None if !self.per_cpu => break,
+                None if self.cpus[c].idle_told && self.rqs[c].queued.is_empty() => {
+                    self.to_fill.remove(c);
+                }
                 None => {}
             }
         }
@@ -352,6 +386,7 @@ impl Engine<'_> {
         let now = self.now;
         let cpu = &mut self.cpus[c];
         let id = cpu.job.take().expect("busy CPU");
+        self.to_fill.insert(c);
         let ran = if preempted {
             (now - cpu.run_start).clamp(0.0, cpu.run_len)
         } else {
@@ -438,13 +473,20 @@ impl balance::View for Engine<'_> {
         self.cpus.len()
     }
     fn runnable(&self, cpu: usize) -> u32 {
-        self.rqs[cpu].runnable
+        self.runnable[cpu]
     }
     fn load(&self, cpu: usize) -> f64 {
-        self.rqs[cpu].load
+        self.load[cpu]
     }
     fn is_idle(&self, cpu: usize) -> bool {
-        self.rqs[cpu].runnable == 0
+        self.runnable[cpu] == 0
+    }
+    fn busiest(&self, cpu: usize) -> Option<usize> {
+        let (runnable, load) = (&self.runnable, &self.load);
+        balance::busiest_by(runnable.len(), cpu, |c| runnable[c], |c| load[c])
+    }
+    fn total_load(&self) -> f64 {
+        self.load.iter().sum()
     }
     fn queued(&self, cpu: usize, out: &mut Vec<Queued>) {
         let hot = self.cfg.machine.cache_hot;

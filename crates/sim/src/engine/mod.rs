@@ -37,6 +37,7 @@ use schedlab_model::summary::{ClassRow, JobTable, Summary, TaskRow};
 use schedlab_policy::{Enqueue, JobId, JobView, Policy, Service};
 
 use crate::balance::{self, Balancer};
+use crate::cpuset::CpuSet;
 use crate::mintree::MinTree;
 use crate::spec::{Config, Runqueues, Warmup, Workload, DEFAULT_MIN_JOBS};
 use crate::SpecError;
@@ -145,9 +146,6 @@ struct Runqueue {
     fluid: bool,
     /// The policy may preempt (`Policy::may_preempt`): newcomers are offered a CPU.
     may_preempt: bool,
-    /// Jobs queued or running (for fluid runqueues: present).
-    runnable: u32,
-    load: f64,
     /// Tasks assigned here, and their weights and tickets (placement by least load).
     tasks: u32,
     task_weight: f64,
@@ -220,7 +218,15 @@ struct Engine<'a> {
     persistent: usize,
     cpus: Vec<Cpu>,
     rqs: Vec<Runqueue>,
+    /// Per runqueue: jobs queued or running (for fluid runqueues: present), and the sum of
+    /// their weights. Kept apart from `rqs` so that a balancer scanning 1,024 runqueues
+    /// reads two small arrays, not 1,024 runqueues.
+    runnable: Vec<u32>,
+    load: Vec<f64>,
     cpu_until: MinTree,
+    /// Per-CPU runqueues: the CPUs that may need filling (a superset of those idle with work
+    /// queued or a balancer not yet told; the others would find nothing).
+    to_fill: CpuSet,
     fluid_next: MinTree,
     balancer: Option<Box<dyn Balancer>>,
     balance_at: f64,
@@ -345,8 +351,6 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
             may_preempt: policy.may_preempt(),
             policy,
             fluid,
-            runnable: 0,
-            load: 0.0,
             tasks: 0,
             task_weight: 0.0,
             task_tickets: 0.0,
@@ -409,7 +413,10 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
             m.cpus
         ],
         rqs,
+        runnable: vec![0; nrq],
+        load: vec![0.0; nrq],
         cpu_until: MinTree::new(m.cpus),
+        to_fill: CpuSet::full(m.cpus),
         fluid_next: MinTree::new(nrq),
         balance_at: balancer.as_ref().map_or(f64::INFINITY, |b| b.next_tick()),
         balancer,
