@@ -254,6 +254,9 @@ pub struct Summarizer {
     class_names: Vec<String>,
     /// Per-class quantiles are kept only when there are several classes.
     multi: bool,
+    /// Every job so far was of class 0 in a run of one class: class 0's moments are the
+    /// overall ones, taken at the end instead of computed twice per job.
+    only_class_0: bool,
     /// Per task (closed client): its measured jobs and their mean response.
     tasks: Vec<(u64, f64)>,
     context_switches: f64,
@@ -290,6 +293,7 @@ impl Summarizer {
             q_slowdown: Quantiles::default(),
             classes: class_names.iter().map(|_| ClassStats::default()).collect(),
             multi: class_names.len() > 1,
+            only_class_0: class_names.len() <= 1,
             class_names,
             tasks: Vec::new(),
             context_switches: 0.0,
@@ -306,6 +310,10 @@ impl Summarizer {
 
     #[inline]
     pub fn add(&mut self, j: &JobRow) {
+        if self.only_class_0 && j.class != 0 {
+            self.class_0_from_overall();
+            self.only_class_0 = false;
+        }
         self.response.add(j.response);
         self.q_response.record(j.response);
         self.response_series.add(j.response);
@@ -344,21 +352,23 @@ impl Summarizer {
                 self.batch = Moments::default();
             }
         }
-        let c = j.class as usize;
-        if c >= self.classes.len() {
-            self.classes.resize_with(c + 1, ClassStats::default);
-        }
-        let cs = &mut self.classes[c];
-        cs.response.add(j.response);
-        if known {
-            cs.wait.add(j.wait);
-            cs.slowdown.add(j.slowdown);
-        } else {
-            add_finite(&mut cs.wait, None, j.wait);
-            add_finite(&mut cs.slowdown, None, j.slowdown);
-        }
-        if self.multi {
-            cs.quantiles.record(j.response);
+        if !self.only_class_0 {
+            let c = j.class as usize;
+            if c >= self.classes.len() {
+                self.classes.resize_with(c + 1, ClassStats::default);
+            }
+            let cs = &mut self.classes[c];
+            cs.response.add(j.response);
+            if known {
+                cs.wait.add(j.wait);
+                cs.slowdown.add(j.slowdown);
+            } else {
+                add_finite(&mut cs.wait, None, j.wait);
+                add_finite(&mut cs.slowdown, None, j.slowdown);
+            }
+            if self.multi {
+                cs.quantiles.record(j.response);
+            }
         }
         if j.client >= 0 {
             let t = j.client as usize;
@@ -369,6 +379,19 @@ impl Summarizer {
             *n += 1;
             *mean += (j.response - *mean) / *n as f64;
         }
+    }
+
+    /// Class 0's moments while every job was of class 0: the overall ones (the same adds in
+    /// the same order, so the same bits).
+    fn class_0_from_overall(&mut self) {
+        if self.response.n == 0 {
+            return;
+        }
+        if self.classes.is_empty() {
+            self.classes.push(ClassStats::default());
+        }
+        let c = &mut self.classes[0];
+        (c.response, c.wait, c.slowdown) = (self.response, self.wait, self.slowdown);
     }
 
     /// The measured jobs so far.
@@ -394,6 +417,9 @@ impl Summarizer {
         counters: &Counters,
         tasks: &[TaskInput],
     ) -> (Summary, Vec<ClassRow>, Vec<TaskRow>) {
+        if self.only_class_0 {
+            self.class_0_from_overall();
+        }
         let c = counters;
         let window = c.measure_end - c.measure_start;
         let per_window = |x: f64| if window > 0.0 { x / window } else { f64::NAN };
@@ -616,6 +642,64 @@ mod tests {
             t.migrations.push(f64::NAN);
         }
         t
+    }
+
+    #[test]
+    fn one_class_takes_the_overall_moments_and_a_stray_class_splits_them() {
+        // Class 0 of a one-class run is the overall mean to the bit; a job of another class
+        // (a world that numbers classes it was not told of) splits them from then on.
+        let rows: Vec<(i64, u32, f64, f64, f64, f64)> = (0..50)
+            .map(|i| {
+                let a = f64::from(i) * 0.7;
+                (
+                    i64::from(i % 3),
+                    0,
+                    a,
+                    a + 1.0 + f64::from(i % 7) * 0.3,
+                    1.0,
+                    0.1,
+                )
+            })
+            .collect();
+        let counters = Counters {
+            measure_start: 0.0,
+            measure_end: 60.0,
+            busy_per_cpu: vec![40.0],
+            busy_span: 60.0,
+            ..Default::default()
+        };
+        let one = |rows: &[(i64, u32, f64, f64, f64, f64)]| {
+            summarize(&table(rows), &[], vec!["only".into()], &counters)
+        };
+        let (s, classes, _) = one(&rows);
+        assert_eq!(classes.len(), 1);
+        assert_eq!(classes[0].jobs, 50);
+        assert_eq!(
+            classes[0].response_mean.to_bits(),
+            s.response_mean.to_bits()
+        );
+        assert_eq!(classes[0].wait_mean.to_bits(), s.wait_mean.to_bits());
+        assert_eq!(
+            classes[0].slowdown_mean.to_bits(),
+            s.slowdown_mean.to_bits()
+        );
+        let mut stray = rows.clone();
+        stray[20].1 = 1;
+        let (s2, classes, _) = one(&stray);
+        assert_eq!((classes[0].jobs, classes[1].jobs), (49, 1));
+        let mean0 = rows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 20)
+            .map(|(_, r)| r.3 - r.2)
+            .sum::<f64>()
+            / 49.0;
+        assert!((classes[0].response_mean - mean0).abs() < 1e-12);
+        assert_eq!(classes[1].response_mean, stray[20].3 - stray[20].2);
+        assert_eq!(s2.jobs, 50);
+        // No job at all: no class row is invented.
+        let (_, none, _) = summarize(&table(&[]), &[], vec![], &counters);
+        assert!(none.is_empty());
     }
 
     #[test]
