@@ -47,7 +47,12 @@ def test_the_summary_is_the_mean_across_runs_with_a_student_t_interval():
     s = rep.summary
     assert s["replications"] == 6 and s["seed"] == DEFAULT_SEED and s["policy"] == "rr"
     assert s["ci_method"] == "replications" and s["seeds"] == rep.seeds
-    assert s["jobs"] == 6 * 20_000
+    assert s["jobs"] == 6 * 20_000 and s["events"] == sum(r.summary["events"] for r in rep.runs)
+    assert "ci_batches" not in s and "ci_batch_size" not in s
+    low, high = s["response_mean_ci"]
+    assert s["response_mean_precision"] == pytest.approx((high - low) / 2 / s["response_mean"])
+    assert s["warmup_time"] == pytest.approx(np.mean([r.summary["warmup_time"]
+                                                      for r in rep.runs]))
     for metric in ("response_mean", "response_p99", "wait_mean"):
         x = np.array([r.summary[metric] for r in rep.runs])
         half = st.t.ppf(0.975, 5) * x.std(ddof=1) / math.sqrt(6)
