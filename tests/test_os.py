@@ -346,7 +346,10 @@ def test_user_space_mlfq_keeps_an_interactive_process_responsive():
     dispatcher schedules processes, so MLFQ levels persist over a process's jobs: with a boost
     every 20 ms the interactive one never uses its 4 ms allotment at the top, the hogs sink
     within 8 ms of each boost, and a top-level wake-up preempts them. Under round robin it
-    waits behind the hogs' quanta."""
+    waits behind the hogs' quanta. Most of its jobs do not wait at all under MLFQ (median 0
+    against 7.1 ms); the mean keeps the jobs that arrive while a freshly boosted hog runs at
+    the same level (about 10 ms each), which put it at 0.38-0.49 of round robin's in 14 runs
+    of 2 s and 5 s (and the kernel's real-time throttling stalls both by up to 80 ms)."""
     need("fifo")
     classes = [{"name": "hog", "clients": 2, "size": 1e6},
                {"name": "interactive", "clients": 1, "size": 0.5, "think": "det:5"}]
@@ -356,9 +359,11 @@ def test_user_space_mlfq_keeps_an_interactive_process_responsive():
                        "enforce": "fifo", "classes": classes, **QUIET})
         j = r.jobs[r.jobs["client"] == 2]
         assert len(j) > 50, (policy, len(j))
-        waits[policy] = j["wait"].mean()
-    assert waits["mlfq"] < 0.5 * waits["rr"], waits
-    assert waits["rr"] > 2.0, waits
+        waits[policy] = (j["wait"].mean(), j["wait"].median())
+    (mlfq_mean, mlfq_median), (rr_mean, rr_median) = waits["mlfq"], waits["rr"]
+    assert rr_median > 3.0 and mlfq_median < 0.1 * rr_median, waits
+    assert mlfq_mean < 0.6 * rr_mean, waits
+    assert rr_mean > 2.0, waits
 
 
 def test_user_space_priority_serves_the_light_process_first():
