@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pandas as pd
@@ -148,3 +149,14 @@ def test_every_command_prints_its_help():
         assert f"usage: schedlab {name}" in text, name
     sim_help = sub.choices["sim"].format_help()
     assert "--precision" in sim_help and "95% interval" in sim_help
+
+
+def test_result_files_take_the_umask_not_0600(tmp_path):
+    # Written atomically through a temporary file, yet readable as any new file is.
+    out = schedlab("sim", "--load", "0.5", "--jobs", "100", "--jobs-out",
+                   str(tmp_path / "jobs.csv"), "--json")
+    assert out.returncode == 0, out.stderr
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "jobs.csv").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert [p.name for p in tmp_path.iterdir()] == ["jobs.csv"]  # no temporary left

@@ -21,7 +21,14 @@ from schedlab.clikit import (
     class_arg,
     spec_from_args,
 )
-from schedlab.vocabulary import KEYS, policy_catalog, replication_count, spec_error
+from schedlab.vocabulary import (
+    KEYS,
+    find_policy,
+    policy_catalog,
+    replication_count,
+    spec_error,
+    typed,
+)
 from schedlab.worlds import os as os_world
 from schedlab.worlds import sim as sim_world
 
@@ -116,9 +123,11 @@ def native_keys(world: Any) -> list[str]:
 
 
 def _check_outputs(paths: dict[str, str | None]) -> None:
+    from schedlab.files import check_writable
+
     for key, path in paths.items():
-        if path and not path.lower().endswith((".csv", ".parquet")):
-            raise spec_error(key, path, "a file name ending in .csv or .parquet")
+        if path:
+            check_writable(key, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,6 +283,7 @@ def _print_os(result: Any) -> None:
 def cmd_theory(args: argparse.Namespace) -> int:
     from schedlab import theory
 
+    find_policy(args.policy)  # an unknown name is bad input; a known one may lack a formula
     quantiles = []  # --quantile: repeatable, each a probability or a comma list of them
     for item in (x for text in args.quantile or [] for x in text.split(",")):
         try:
@@ -316,14 +326,16 @@ def cmd_theory(args: argparse.Namespace) -> int:
         print(json.dumps(out))
         return 0 if found else 1
     if value is None:
-        print(f"no closed form for {where}")
+        print(f"schedlab: no closed form for {where} (see schedlab.theory.COVERED)",
+              file=sys.stderr)
         return 1
     if not quantiles:
         print(f"{value:.6g}")  # the bare number, as scripts read it
         return 0
     print(f"mean {value:.6g} ms")
     if values is None:
-        print(f"no response-time distribution for {where} (see schedlab.theory.COVERED)")
+        print(f"schedlab: no response-time distribution for {where} "
+              "(see schedlab.theory.COVERED)", file=sys.stderr)
         return 1
     for label, q in zip(labels, values, strict=True):
         print(f"{label} {q:.6g} ms")
@@ -349,6 +361,11 @@ def cmd_policies(args: argparse.Namespace) -> int:
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from schedlab.quickstart import main as quickstart
 
+    typed("jobs", args.jobs, KEYS["jobs"])
+    typed("seed", args.seed, KEYS["seed"])
+    replication_count(args.replications)
+    if args.jobs < 1:
+        raise spec_error("jobs", args.jobs, "a whole number >= 1")
     return quickstart(jobs=args.jobs, seed=args.seed, replications=args.replications)
 
 
@@ -404,6 +421,7 @@ def make_parser() -> argparse.ArgumentParser:
     from schedlab.server import add_commands as add_server_commands  # serve, load
 
     parser = Parser(prog="schedlab", description="A laboratory for scheduling policies.")
+    parser.add_argument("--version", action="version", version=f"schedlab {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("sim", help="simulate one run")
     _add_world_flags(p, sim_world, "policy parameters (see `schedlab policies`)")
@@ -472,6 +490,15 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("schedlab")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
@@ -479,6 +506,13 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as e:
         print(f"schedlab: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader left (`schedlab sim --json | head`): end quietly, as a shell tool does.
+        # Python would print the error again on flushing stdout at exit; point it at devnull.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # SIGPIPE
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ def flag(key: str) -> str:
 
 def cpus_arg(text: str) -> Any:
     """A count (4) or a CPU list as written (0,1 or 0-3); the worlds read the list."""
-    return int(text) if text.strip().isdigit() else text
+    # A signed number is a count too, so that -2 is refused as a count, not read as a range.
+    return int(text) if text.strip().lstrip("-").isdigit() else text
 
 
 def int_or_auto(text: str) -> Any:

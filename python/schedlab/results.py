@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import os
 import platform
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 import schedlab._core as _core
+from schedlab.files import atomic_file
 from schedlab.jsonio import dumps
 from schedlab.vocabulary import spec_error
 
@@ -188,16 +188,11 @@ def write_table(df: pd.DataFrame, path: str | Path) -> None:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
-        raise spec_error("jobs_out", str(path), "a file name ending in .csv or .parquet")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+        raise spec_error("out", str(path), "a file name ending in .csv or .parquet")
+    with atomic_file(path) as tmp:
         if suffix == ".csv":
             df.to_csv(tmp, index=False)
         else:
             df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+
+

@@ -787,6 +787,9 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
         cfg["params"] = params
     if "root" not in cfg:
         raise spec_error("root", "(missing)", "--root DIR, the directory to serve")
+    port = cfg.get("port")
+    if port is not None and not (isinstance(port, int) and 0 <= port <= 65535):
+        raise spec_error("port", port, "a TCP port from 0 (any free port) to 65535")
     return cfg
 
 
@@ -812,8 +815,10 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
         cfg["time"] = args.duration
     if args.no_keepalive:
         cfg["keep_alive"] = False
-    if args.out and not args.out.lower().endswith((".csv", ".parquet")):
-        raise spec_error("out", args.out, "a file name ending in .csv or .parquet")
+    if args.out:
+        from schedlab.files import check_writable
+
+        check_writable("out", args.out)
     cfg["keep_requests"] = bool(args.out)
     return cfg
 
@@ -826,17 +831,41 @@ LOAD_ROWS = [("requests", "requests"), ("throughput", "requests/s"),
              ("duration", "duration (ms)"), ("connections", "connections")]
 
 
+def _check_reachable(url: str) -> None:
+    """One connection before the run: a server that is not there is named at once instead of
+    after a whole run of connect errors."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80),
+                                      timeout=5):
+            pass
+    except OSError as e:
+        raise spec_error("url", url, f"a server that accepts connections "
+                         f"({e.strerror or e})") from None
+
+
 def cmd_load(args: argparse.Namespace) -> int:
     from schedlab.jsonio import dumps
     from schedlab.results import write_table
 
-    raw = _core.load(load_config(args))
+    cfg = load_config(args)
+    _core.load_validate(cfg)
+    _check_reachable(args.url)
+    raw = _core.load(cfg)
     s = raw["summary"]
     if args.out:
         write_table(request_table(raw), args.out)
+    # Every request failed (the server went away): the run measured nothing.
+    failed = s["requests"] == 0 and sum(s["errors_by_kind"].values()) > 0
+    if failed:
+        print(f"schedlab: error: no request to {args.url} succeeded: " +
+              ", ".join(f"{k} {v}" for k, v in s["errors_by_kind"].items()), file=sys.stderr)
     if args.json:
         print(dumps(s))
-        return 0
+        return 1 if failed else 0
     from rich.console import Console
     from rich.table import Table
 
@@ -861,7 +890,7 @@ def cmd_load(args: argparse.Namespace) -> int:
                           "the cap); raise --duration", style="bold red")
     if s["errors_by_kind"]:
         print("errors: " + ", ".join(f"{k} {v}" for k, v in s["errors_by_kind"].items()))
-    return 0
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:

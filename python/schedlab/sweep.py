@@ -31,7 +31,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -45,6 +44,7 @@ import pandas as pd
 from schedlab import experiment as ex
 from schedlab import theory, worlds
 from schedlab._core import SpecError
+from schedlab.files import atomic_file
 from schedlab.jsonio import json_safe
 from schedlab.results import environment, write_table
 from schedlab.stats import batch_means, t_half_width
@@ -67,15 +67,8 @@ class SweepFailed(RuntimeError):
 def write_json(path: Path, value: Any) -> None:
     """Atomic: a temporary file in the same directory, then rename. A reader, or a sweep
     resumed after kill -9, sees the whole file or none of it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(value, f, default=_json_default)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_file(path) as tmp, open(tmp, "w") as f:
+        json.dump(value, f, default=_json_default)
 
 
 def _json_default(v: Any) -> Any:

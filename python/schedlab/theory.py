@@ -517,7 +517,8 @@ def _poisson_model(arrival: str, size: str, cpus: int) -> tuple[float, _Size] | 
 
 def _check_stable(rho: float) -> None:
     if not rho < 1:
-        raise ValueError(f"unstable: load {rho:.6g} >= 1")
+        raise spec_error("load", f"{rho:.6g}", "a load < 1 (at 1 or more the queue is unstable "
+                         "and has no steady state)")
 
 
 class _MG1:

@@ -181,9 +181,13 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
         if not isinstance(value, str):
             raise spec_error(path, value, "text")
     elif form == "int":
-        if _is_number(value) and float(value).is_integer():
+        # A count is never negative; a ratio such as nice is signed.
+        least = 0 if k.unit == "count" else None
+        if (_is_number(value) and float(value).is_integer()
+                and (least is None or value >= least)):
             return int(value)
-        raise spec_error(path, value, "a whole number")
+        raise spec_error(path, value, "a whole number" if least is None else
+                         f"a whole number >= {least}")
     elif form == "int|auto":
         if value == "auto":
             return value
@@ -203,6 +207,8 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
     elif form == "cpus":
         if not (isinstance(value, int | str | list | tuple) and not isinstance(value, bool)):
             raise spec_error(path, value, "a number of CPUs or a list of CPU numbers")
+        if isinstance(value, int) and value < 0:
+            raise spec_error(path, value, "a number of CPUs or a CPU number, >= 0")
     elif form == "table":
         if not isinstance(value, dict):
             raise spec_error(path, value, "a table")

@@ -10,6 +10,7 @@ pub mod error;
 pub mod output;
 pub mod params;
 pub mod placement;
+pub mod shares;
 pub mod stats;
 pub mod summary;
 pub mod units;

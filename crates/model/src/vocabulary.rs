@@ -193,7 +193,7 @@ pub const KEYS: &[Key] = &[
 #[rustfmt::skip]
 pub const CLASS_KEYS: &[Key] = &[
     key("name", S::Class, F::Text, U::Text, "label of the class; default its index"),
-    key("fraction", S::Class, F::Float, U::Ratio, "share of arrivals (open workloads), or of clients; default equal shares"),
+    key("fraction", S::Class, F::Float, U::Ratio, "share of arrivals (open workloads), of clients or of requests, 0 to 1; classes without one share what the others leave, and given for every class they add up to 1"),
     key("size", S::Class, F::Dist, U::Work, "size distribution of this class; default the global size"),
     key("bytes", S::Class, F::Dist, U::Bytes, "file size distribution in bytes of this class (server)"),
     key("priority", S::Class, F::Float, U::Ratio, "priority (lower runs first); default 0"),

@@ -4,6 +4,8 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde::de::DeserializeOwned;
 
 use schedlab_model::SpecError;
 
@@ -24,6 +26,39 @@ pub(crate) fn spec_error(e: SpecError) -> PyErr {
         let _ = v.setattr("allowed", e.allowed.clone());
     });
     err
+}
+
+/// A spec from a Python dict. A value of the wrong type or out of range is a SpecError naming
+/// its key (the path serde was at: `port`, `classes[1].clients`) and the value given.
+pub(crate) fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult<T> {
+    let mut de = pythonize::Depythonizer::from_object(spec.as_any());
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        // serde names an unknown key in its text ("unknown field `x`, expected one of ...").
+        let (key, value) = match inner.split('`').nth(1) {
+            Some(k) if inner.starts_with("unknown field") => (k.to_string(), "(given)".into()),
+            _ => (path.clone(), given_value(spec, &path)),
+        };
+        let overflow = inner.contains("out of range") || inner.contains("too large");
+        let allowed = if inner.contains("negative int") || (overflow && value.starts_with('-')) {
+            "a whole number >= 0".to_string()
+        } else if overflow {
+            "a smaller whole number (it does not fit)".to_string()
+        } else {
+            inner.replace("OverflowError: ", "")
+        };
+        spec_error(SpecError::new(key, value, allowed))
+    })
+}
+
+/// The value at a top-level key of a spec, as text, for an error message.
+fn given_value(spec: &Bound<'_, PyDict>, path: &str) -> String {
+    let top = path.split(['.', '[']).next().unwrap_or(path);
+    match spec.get_item(top) {
+        Ok(Some(v)) if top == path => v.str().map(|s| s.to_string()).unwrap_or_default(),
+        _ => "(given)".into(),
+    }
 }
 
 #[pymodule]

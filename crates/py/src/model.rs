@@ -276,6 +276,13 @@ fn mser5(series: PyReadonlyArray1<'_, f64>) -> PyResult<(usize, bool)> {
     Ok((t.discard, t.valid))
 }
 
+/// The share of each workload class from its `fraction` (None: not given), one rule in every
+/// world (`schedlab_model::shares`).
+#[pyfunction]
+fn class_shares(fractions: Vec<Option<f64>>) -> PyResult<Vec<f64>> {
+    schedlab_model::shares::class_shares(&fractions).map_err(spec_error)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("VOCABULARY", keys(py, KEYS)?)?;
@@ -294,5 +301,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policy_entitlements, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
     m.add_function(wrap_pyfunction!(mser5, m)?)?;
+    m.add_function(wrap_pyfunction!(class_shares, m)?)?;
     Ok(())
 }

@@ -5,28 +5,14 @@ use numpy::IntoPyArray;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use pythonize::{depythonize, pythonize};
-use serde::de::DeserializeOwned;
+use pythonize::pythonize;
 
-use schedlab_model::SpecError;
 use schedlab_serve::config::ServeSpec;
 use schedlab_serve::cost::Cost;
 use schedlab_serve::load::LoadSpec;
 use schedlab_serve::Server;
 
-use crate::spec_error;
-
-fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult<T> {
-    depythonize::<T>(spec.as_any()).map_err(|e| {
-        let text = e.to_string();
-        let key = text.split('`').nth(1).unwrap_or("spec").to_string();
-        spec_error(SpecError {
-            key,
-            value: "(given)".into(),
-            allowed: text,
-        })
-    })
-}
+use crate::{spec_error, to_spec};
 
 /// Checks a server config without starting it; raises SpecError naming the key.
 #[pyfunction]
@@ -53,9 +39,7 @@ fn serve<'py>(py: Python<'py>, config: &Bound<'py, PyDict>) -> PyResult<Bound<'p
     let cfg = to_spec::<ServeSpec>(config)?
         .validate()
         .map_err(spec_error)?;
-    let root = cfg.root.display().to_string();
-    let server =
-        Server::bind(cfg).map_err(|e| PyOSError::new_err(format!("cannot serve {root}: {e}")))?;
+    let server = Server::bind(cfg).map_err(spec_error)?;
     let stats = py
         .detach(|| server.run(true))
         .map_err(|e| PyOSError::new_err(e.to_string()))?;

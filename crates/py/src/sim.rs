@@ -3,33 +3,26 @@
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use pythonize::{depythonize, pythonize};
+use pythonize::pythonize;
 
-use schedlab_model::SpecError;
 use schedlab_sim::spec::{self, SimSpec};
 
-use crate::spec_error;
-
-fn to_spec(spec: &Bound<'_, PyDict>) -> PyResult<SimSpec> {
-    depythonize::<SimSpec>(spec.as_any()).map_err(|e| {
-        let text = e.to_string();
-        // serde says "unknown field `x`, expected one of ..."; name the key like other errors.
-        let key = text.split('`').nth(1).unwrap_or("spec").to_string();
-        spec_error(SpecError::new(key, "(given)", text))
-    })
-}
+use crate::{spec_error, to_spec};
 
 /// Checks a spec without running it; raises SpecError naming the key.
 #[pyfunction]
 fn validate(spec: &Bound<'_, PyDict>) -> PyResult<()> {
-    to_spec(spec)?.validate().map(|_| ()).map_err(spec_error)
+    to_spec::<SimSpec>(spec)?
+        .validate()
+        .map(|_| ())
+        .map_err(spec_error)
 }
 
 /// Runs one simulation. Returns a dict: summary, classes, tasks, loads, load_series, jobs (dict
 /// of numpy arrays or None), schedule (list of dicts or None).
 #[pyfunction]
 fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let spec = to_spec(spec)?;
+    let spec: SimSpec = to_spec(spec)?;
     let cfg = spec.validate().map_err(spec_error)?;
     let out = py.detach(|| schedlab_sim::run(&cfg)).map_err(spec_error)?;
     output_dict(py, out)
@@ -47,7 +40,7 @@ fn simulate_many<'py>(
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     let cfgs = specs
         .iter()
-        .map(|s| to_spec(s)?.validate().map_err(spec_error))
+        .map(|s| to_spec::<SimSpec>(s)?.validate().map_err(spec_error))
         .collect::<PyResult<Vec<_>>>()?;
     let workers = workers.unwrap_or_else(schedlab_sim::available_workers);
     let outs = py.detach(|| schedlab_sim::run_many(&cfgs, workers));
@@ -97,7 +90,7 @@ fn output_dict(py: Python<'_>, out: schedlab_sim::Output) -> PyResult<Bound<'_, 
 /// its pilot runs find with `warmup = "auto"` (without running the run itself).
 #[pyfunction]
 fn warmup(py: Python<'_>, spec: &Bound<'_, PyDict>) -> PyResult<u64> {
-    let cfg = to_spec(spec)?.validate().map_err(spec_error)?;
+    let cfg = to_spec::<SimSpec>(spec)?.validate().map_err(spec_error)?;
     py.detach(|| schedlab_sim::warmup_jobs(&cfg))
         .map_err(spec_error)
 }

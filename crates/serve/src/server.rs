@@ -22,6 +22,7 @@ use std::thread::JoinHandle;
 use mio::net::{TcpListener, TcpStream, UnixStream};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
+use schedlab_model::SpecError;
 use serde::Serialize;
 
 use crate::clock::{ms_since, now_ns};
@@ -206,21 +207,41 @@ enum Flow {
 }
 
 impl Server {
-    /// Binds the listening socket; `port` 0 picks a free port (see `local_addr`).
-    pub fn bind(cfg: ServeConfig) -> io::Result<Server> {
-        let root = Root::new(&cfg.root)?;
+    /// Binds the listening socket; `port` 0 picks a free port (see `local_addr`). A failure
+    /// names the key that caused it: the root that cannot be opened, the host and port that
+    /// cannot be listened on (in use, not ours to bind).
+    pub fn bind(cfg: ServeConfig) -> Result<Server, SpecError> {
+        let root = Root::new(&cfg.root).map_err(|e| {
+            SpecError::new(
+                "root",
+                cfg.root.display(),
+                format!("a directory this process can open ({e})"),
+            )
+        })?;
+        let listen_error = |e: io::Error| {
+            SpecError::new(
+                "port",
+                cfg.port,
+                format!(
+                    "a port free to listen on at {} ({e}); port 0 picks any free one",
+                    cfg.host
+                ),
+            )
+        };
         let addr = (cfg.host.as_str(), cfg.port)
-            .to_socket_addrs()?
+            .to_socket_addrs()
+            .map_err(|e| SpecError::new("host", &cfg.host, format!("an address ({e})")))?
             .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address"))?;
-        let mut listener = TcpListener::bind(addr)?;
-        let addr = listener.local_addr()?;
-        let poll = Poll::new()?;
+            .ok_or_else(|| SpecError::new("host", &cfg.host, "an address"))?;
+        let mut listener = TcpListener::bind(addr).map_err(listen_error)?;
+        let system = |e: io::Error| SpecError::new("server", "(start)", e.to_string());
+        let addr = listener.local_addr().map_err(system)?;
+        let poll = Poll::new().map_err(system)?;
         poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let policy = schedlab_policy::build(&cfg.policy, &cfg.params, cfg.seed)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(system)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(system)?);
+        let policy = schedlab_policy::build(&cfg.policy, &cfg.params, cfg.seed)?;
         let queue = Queue::new(policy, cfg.buffer, cfg.workers);
         let stats = Stats {
             policy: cfg.policy.clone(),

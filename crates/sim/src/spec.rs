@@ -10,6 +10,7 @@ use crate::trace::{self, TraceRow};
 use crate::SpecError;
 use schedlab_model::dist::Dist;
 use schedlab_model::placement::Placement;
+use schedlab_model::shares::class_shares;
 use schedlab_model::weights::nice_to_weight;
 use schedlab_policy::Params;
 
@@ -591,16 +592,13 @@ impl SimSpec {
         if global_bursts == 0 {
             return Err(err("bursts", 0, "a whole number >= 1"));
         }
-        let total: f64 = specs.iter().map(|c| c.fraction.unwrap_or(1.0)).sum();
+        let fractions: Vec<Option<f64>> = specs.iter().map(|c| c.fraction).collect();
+        let shares = class_shares(&fractions)?;
         let mut cumulative = 0.0;
         let mut out = Vec::new();
         for (i, c) in specs.iter().enumerate() {
             let key = |k: &str| format!("classes[{i}].{k}");
-            let fraction = c.fraction.unwrap_or(1.0);
-            if !(fraction >= 0.0 && fraction.is_finite()) {
-                return Err(err(&key("fraction"), fraction, "a number >= 0"));
-            }
-            cumulative += fraction / total;
+            cumulative += shares[i];
             let size = match &c.size {
                 Some(s) => Dist::parse(&key("size"), s)?,
                 None => global_size.clone(),

@@ -103,17 +103,16 @@ def usable_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def _split(n: int, fractions: list[float]) -> list[int]:
-    """n items over classes in proportion to fractions, as the simulator assigns clients."""
-    total = sum(fractions)
+def _split(n: int, shares: list[float]) -> list[int]:
+    """n items over classes by their shares, as the simulator assigns clients."""
     bounds, acc = [], 0.0
-    for f in fractions:
-        acc += f / total
+    for f in shares:
+        acc += f
         bounds.append(acc)
-    counts = [0] * len(fractions)
+    counts = [0] * len(shares)
     for i in range(n):
         u = (i + 0.5) / n
-        c = next((k for k, hi in enumerate(bounds) if u < hi), len(fractions) - 1)
+        c = next((k for k, hi in enumerate(bounds) if u < hi), len(shares) - 1)
         counts[c] += 1
     return counts
 
@@ -238,9 +237,10 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             raise spec_error("clients", "(missing)", "a number of worker processes (clients), "
                              "or batch")
         n = int(_number(key, spec[key], lo=1, integer=True))
-        fractions = [_number(f"classes[{i}].fraction", c.get("fraction", 1.0), lo=0)
+        fractions = [None if c.get("fraction") is None
+                     else _number(f"classes[{i}].fraction", c["fraction"], lo=0)
                      for i, c in enumerate(classes_in)]
-        counts = _split(n, fractions)
+        counts = _split(n, _core.class_shares(fractions))
         one_shot = [key == "batch"] * n_classes
     if sum(counts) == 0:
         raise spec_error("clients", 0, "at least one process")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from schedlab.files import atomic_file
 from schedlab.report.plots import PLOTTERS, Context, Plot, plt
 from schedlab.store import load_results
 
@@ -59,9 +60,8 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     out = Path(html) if html else Path(directory) / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     text = _html_page(res, cfg, ctx, plots)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    with atomic_file(out) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return out
 
 

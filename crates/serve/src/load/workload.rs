@@ -7,6 +7,7 @@ use rand::Rng;
 use rand_distr::Zipf;
 use serde::{Deserialize, Serialize};
 
+use schedlab_model::shares::class_shares;
 use schedlab_model::SpecError;
 
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
@@ -237,11 +238,8 @@ impl Workload {
                 }
                 groups.push(Group::new(mine, &weights, zipf)?);
             }
-            let fractions: Vec<f64> = classes.iter().map(|c| c.fraction.unwrap_or(1.0)).collect();
-            if fractions.iter().any(|f| !(*f >= 0.0 && f.is_finite())) {
-                return Err(err("classes", "fraction", "fractions >= 0"));
-            }
-            class_pick = WeightedIndex::new(&fractions).ok();
+            let fractions: Vec<Option<f64>> = classes.iter().map(|c| c.fraction).collect();
+            class_pick = WeightedIndex::new(class_shares(&fractions)?).ok();
         }
         let mut fixed_clients = Vec::new();
         for (i, c) in classes.iter().enumerate() {
@@ -361,12 +359,12 @@ mod tests {
         let classes = [
             ClassSpec {
                 name: "big".into(),
-                fraction: Some(1.0),
+                fraction: Some(0.2),
                 clients: None,
             },
             ClassSpec {
                 name: "small".into(),
-                fraction: Some(4.0),
+                fraction: Some(0.8),
                 clients: Some(2),
             },
         ];

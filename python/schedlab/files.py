@@ -1,0 +1,55 @@
+"""Files a run writes: atomically (a reader, or a sweep resumed after kill -9, sees the whole
+file or none of it) and checked before any work starts. Light: no pandas, so the command line
+checks its outputs before it imports anything heavy."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from schedlab.vocabulary import spec_error
+
+TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside `path`, renamed onto it when the block ends without error (and
+    removed otherwise): a reader, or a sweep resumed after kill -9, sees the whole file or
+    none. The file gets the permissions of any new file (0666 less the umask), not mkstemp's
+    private 0600."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def check_writable(key: str, path: str | Path) -> None:
+    """Refuses, before any work, a table output that could not be written: a name without
+    .csv or .parquet, or a directory that does not exist or does not take new files."""
+    path = Path(path)
+    if path.suffix.lower() not in TABLE_SUFFIXES:
+        raise spec_error(key, str(path), "a file name ending in .csv or .parquet")
+    parent = path.parent
+    if not parent.is_dir():
+        raise spec_error(key, str(path), f"a file in an existing directory ({parent} is not one)")
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".probe")
+    except OSError as e:
+        raise spec_error(key, str(path), f"a file in a directory you can write ({e.strerror})") \
+            from None
+    os.close(fd)
+    os.unlink(probe)

@@ -1,0 +1,152 @@
+"""Bad input on every subcommand (issue 13): one line on stderr naming the key, exit code 2, no
+traceback, nothing written, and before any work starts."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from conftest import SCHEDLAB, cli_env
+
+# (arguments, the key the message must name). Each must fail at once: the timeout is short.
+BAD = [
+    (["sim", "--jobs", "-5"], "jobs"),
+    (["sim", "--jobs", "2.5"], "jobs"),
+    (["sim", "--jobs", "many"], "jobs"),
+    (["sim", "--cpus", "-2"], "cpus"),
+    (["sim", "--cpus", "0"], "cpus"),
+    (["sim", "--seed", "-1"], "seed"),
+    (["sim", "--clients", "-3"], "clients"),
+    (["sim", "--load", "1.2"], "load"),
+    (["sim", "--load", "-0.5"], "load"),
+    (["sim", "--load", "abc"], "load"),
+    (["sim", "--policy", "nosuch"], "policy"),
+    (["sim", "--policy", "rr", "--quantum", "-1"], "quantum"),
+    (["sim", "--policy", "rr", "--quantum", "zero"], "quantum"),
+    (["sim", "--size", "exp:-1"], "size"),
+    (["sim", "--size", "gauss:1"], "size"),
+    (["sim", "--arrival", "exp:0"], "arrival"),
+    (["sim", "--arrival", "exp:1", "--load", "0.5"], "load"),
+    (["sim", "--runqueues", "sideways"], "runqueues"),
+    (["sim", "--balancer", "magic", "--runqueues", "per-cpu", "--cpus", "2"], "balancer"),
+    (["sim", "--timeslice", "-4"], "timeslice"),
+    (["sim", "--context-switch", "-0.1"], "context_switch"),
+    (["sim", "--load", "0.5", "--precision", "2"], "precision"),
+    (["sim", "--warmup", "-3"], "warmup"),
+    (["sim", "--replications", "0"], "replications"),
+    (["sim", "--replications", "2", "--workers", "0"], "workers"),
+    (["sim", "--jobs-out", "jobs.txt"], "jobs_out"),
+    (["sim", "--load", "0.5", "--jobs", "10", "--jobs-out", "/nonexistent/x/jobs.csv"],
+     "jobs_out"),
+    (["sim", "--load", "0.5", "--jobs", "10", "--tasks-out", "/proc/tasks.csv"], "tasks_out"),
+    (["sim", "--load", "0.5", "--jobs", "10", "--class", "name=A fraction=0.7", "--class",
+      "name=B fraction=0.7"], "fraction"),
+    (["sim", "--class", "name=A colour=red"], "class"),
+    (["sim", "--nosuchflag", "1"], "nosuchflag"),
+    (["sim", "--boost", "sometimes"], "boost"),
+    (["os", "--jobs", "-5"], "jobs"),
+    (["os", "--sched", "teleport"], "sched"),
+    (["os", "--cpus", "-1"], "cpus"),
+    (["os", "--clients", "1", "--jobs", "5", "--size", "exp:-2"], "size"),
+    (["os", "--jobs-out", "jobs.txt"], "jobs_out"),
+    (["theory", "--policy", "foo", "--load", "0.5"], "policy"),
+    (["theory", "--load", "1.2"], "load"),
+    (["theory", "--load", "0.5", "--size", "exp:-1"], "size"),
+    (["theory", "--load", "0.5", "--quantile", "1.5"], "quantile"),
+    (["theory"], "arrival"),
+    (["serve", "--port", "70000", "--root", "."], "port"),
+    (["serve", "--root", "/nonexistent/www"], "root"),
+    (["serve", "--root", ".", "--workers", "0"], "workers"),
+    (["serve", "--root", ".", "--policy", "nosuch"], "policy"),
+    (["load", "--url", "http://127.0.0.1:9/", "--clients", "-1"], "clients"),
+    (["load", "--url", "ftp://127.0.0.1/", "--duration", "1"], "url"),
+    (["load", "--url", "http://127.0.0.1:9/", "--duration", "-1"], "duration"),
+    (["load", "--url", "http://127.0.0.1:9/", "--clients", "1", "--out", "/nonexistent/r.csv"],
+     "out"),
+    (["load", "--url", "http://127.0.0.1:9/", "--clients", "1", "--duration", "1s"], "url"),
+    (["run", "/nonexistent/experiment.toml"], "experiment"),
+    (["run", "experiments/rr-ps-fcfs/experiment.toml", "--workers", "0"], "workers"),
+    (["report", "/nonexistent/results"], "results"),
+    (["quickstart", "--jobs", "-1"], "jobs"),
+    (["quickstart", "--replications", "0"], "replications"),
+]
+
+
+def test_the_table_is_large_and_covers_every_subcommand():
+    assert len(BAD) >= 40
+    assert {args[0] for args, _ in BAD} == {"sim", "os", "theory", "serve", "load", "run",
+                                            "report", "quickstart"}
+
+
+@pytest.mark.parametrize(("args", "key"), BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_input_is_one_line_naming_the_key_exit_2(args, key, tmp_path):
+    out = subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=30,
+                         env=cli_env(), cwd=_cwd(args, tmp_path))
+    err = out.stderr.strip()
+    assert out.returncode == 2, (out.returncode, err, out.stdout[-500:])
+    assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
+    assert len(err.splitlines()) == 1, err
+    assert key in err.replace("-", "_") or key.replace("_", "-") in err, err
+    assert out.stdout == ""
+    # Nothing written where the command ran.
+    assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())
+
+
+def _cwd(args: list[str], tmp_path):
+    """An empty directory to run in; `run` reads its experiment from the repository."""
+    if args[0] == "run" and not args[1].startswith("/"):
+        from conftest import ROOT
+
+        return ROOT
+    return tmp_path
+
+
+def test_serve_on_a_port_in_use_names_the_port(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run([SCHEDLAB, "serve", "--root", str(tmp_path), "--port", str(port)],
+                             capture_output=True, text=True, timeout=30, env=cli_env())
+    err = out.stderr.strip()
+    assert out.returncode == 2 and len(err.splitlines()) == 1, err
+    assert f"port = {port}" in err and "in use" in err, err
+
+
+def test_class_fractions_are_shares_in_every_world():
+    """A fraction is a share: classes without one split what is left (0.2, then 0.4 and 0.4),
+    in the simulator's arrivals and in the os world's processes alike (one rule, the core's)."""
+    import schedlab
+    from schedlab.osrun.spec import build_plan
+
+    r = schedlab.simulate(load=0.5, jobs=20_000, seed=3, classes=[
+        {"name": "a", "fraction": 0.2}, {"name": "b"}, {"name": "c"}])
+    counts = r.classes.set_index("class")["jobs"]
+    n = counts.sum()
+    # Binomial standard error at p = 0.2 and n = 20,000 is 0.0028; allow 4 of them.
+    for name, share in (("a", 0.2), ("b", 0.4), ("c", 0.4)):
+        assert abs(counts[name] / n - share) < 0.012, counts
+    plan, _ = build_plan({"clients": 10, "size": "det:1", "jobs": 10, "classes": [
+        {"name": "a", "fraction": 0.2}, {"name": "b"}, {"name": "c"}]})
+    assert [sum(1 for t in plan["tasks"] if t["class"] == i) for i in range(3)] == [2, 4, 4]
+
+
+def test_a_broken_pipe_ends_quietly():
+    # `schedlab policies | head -1`: the reader leaves early; no traceback.
+    out = subprocess.run(f"{SCHEDLAB} policies | head -c 10; "
+                         f"{SCHEDLAB} sim --load 0.5 --jobs 2000 --replications 3 --json "
+                         f"| head -c 10", shell=True, capture_output=True, text=True,
+                         timeout=120, env=cli_env())
+    assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr
+    assert out.stderr.strip() == ""
+
+
+def test_version():
+    from importlib.metadata import version
+
+    out = subprocess.run([SCHEDLAB, "--version"], capture_output=True, text=True, timeout=30,
+                         env=cli_env())
+    assert out.returncode == 0
+    assert out.stdout.strip() == f"schedlab {version('schedlab')}"
