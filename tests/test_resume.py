@@ -133,3 +133,49 @@ def test_a_second_sweep_into_the_same_directory_is_refused(tmp_path):
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
+
+
+def _children(pid: int) -> set[int]:
+    """Every descendant of `pid` now (from /proc: each process's parent)."""
+    parents: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {c for c, p in parents.items() if p in frontier} - out
+        out |= frontier
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Running or sleeping; a zombie (dead, not yet reaped) counts as gone."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_kill_9_of_the_sweep_takes_its_workers_along(tmp_path):
+    # Issue 13: the pool workers used to finish their runs and then sit blocked for minutes.
+    path = tmp_path / "resume.toml"
+    path.write_text(EXPERIMENT)
+    p = run(path, tmp_path / "out", start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(done_records(tmp_path / "out")) < 2:
+        assert p.poll() is None, "the sweep finished before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    workers = _children(p.pid)
+    assert len(workers) >= 2, workers  # the pool of --workers 2
+    os.kill(p.pid, signal.SIGKILL)  # the parent only, not its process group
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)], "workers outlived their sweep by 5 s"

@@ -264,7 +264,7 @@ def common_warmups(exp: ex.Experiment, out: Path, workers: int, lock_fd: int) ->
         method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
         with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))),
                                  mp_context=mp.get_context(method),
-                                 initializer=_worker_init, initargs=(lock_fd,)) as pool:
+                                 initializer=_worker_init, initargs=(lock_fd, os.getpid())) as pool:
             known.update(pool.map(_own_warmup, todo.values()))
         write_json(path, dict(sorted(known.items())))
     for runs in groups.values():
@@ -308,11 +308,28 @@ def _locked(out: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def _worker_init(lock_fd: int) -> None:
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _worker_init(lock_fd: int, parent: int) -> None:
     # A forked worker's copy of the lock descriptor would keep the directory locked if the
     # parent died first; the parent's own descriptor holds the lock.
     with contextlib.suppress(OSError):
         os.close(lock_fd)
+    _die_with_parent(parent)
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker dies with the sweep that started it, whatever kills the sweep (kill -9, a
+    closed terminal): the kernel sends it SIGKILL when its parent exits. A parent gone before
+    the request took effect shows as a changed parent pid."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def default_out(exp: ex.Experiment) -> Path:
@@ -473,7 +490,7 @@ def _run_local(pending: list[dict[str, Any]], workers: int, state: _State, progr
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     workers = max(1, min(workers, len(pending)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
-                             initializer=_worker_init, initargs=(lock_fd,)) as pool:
+                             initializer=_worker_init, initargs=(lock_fd, os.getpid())) as pool:
         parts = [[task] for task in pending] if one_by_one else chunks(pending, workers)
         futures = {pool.submit(execute_chunk, c): c for c in parts}
         try:
