@@ -33,12 +33,13 @@ def test_sim_json_has_the_summary_keys_and_matches_the_api():
     assert JSON_KEYS <= summary.keys()
     assert summary["policy"] == "rr" and summary["jobs"] == 20000
     import schedlab as sl
+    from schedlab.vocabulary import summary_units
 
     api = sl.simulate("rr", quantum=10, arrival="exp:21", size="det:20", jobs=20000, seed=1)
     assert summary["response_mean"] == api.summary["response_mean"]
     assert summary["context_switches"] == api.summary["context_switches"] > 0
     # The whole summary, though the command builds no table (it prints the core's summary).
-    assert summary == json.loads(dumps(api.summary))
+    assert summary == json.loads(dumps({**api.summary, "units": summary_units(api.summary)}))
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
@@ -72,9 +73,12 @@ def test_theory_command_prints_the_closed_form():
     out = schedlab("theory", "--policy", "srpt", "--arrival", "exp:1.1111", "--size", "exp:1")
     assert out.returncode == 0, out.stderr
     # Schrage-Miller at rho = 0.9 (reference table: 3.55213 at exp:1.111111111).
-    assert float(out.stdout) == pytest.approx(3.5521, rel=2e-3)
-    out = schedlab("theory", "--policy", "fcfs", "--load", "0.9", "--size", "exp:1")
-    assert float(out.stdout) == pytest.approx(10.0, rel=1e-9)
+    word, value, unit = out.stdout.split()
+    assert (word, unit) == ("mean", "ms")
+    assert float(value) == pytest.approx(3.5521, rel=2e-3)
+    out = schedlab("theory", "--policy", "fcfs", "--load", "0.9", "--size", "exp:1", "--json")
+    data = json.loads(out.stdout)
+    assert data["mean"] == pytest.approx(10.0, rel=1e-9) and data["unit"] == "ms"
 
 
 @pytest.mark.parametrize(
@@ -160,3 +164,55 @@ def test_result_files_take_the_umask_not_0600(tmp_path):
     os.umask(umask)
     assert (tmp_path / "jobs.csv").stat().st_mode & 0o777 == 0o666 & ~umask
     assert [p.name for p in tmp_path.iterdir()] == ["jobs.csv"]  # no temporary left
+
+
+def test_the_json_summary_carries_the_unit_of_every_key():
+    # Issue 13: units everywhere a number is printed; the core declares one per summary key.
+    out = schedlab("sim", "--load", "0.5", "--jobs", "2000", "--cpus", "2", "--json")
+    s = json.loads(out.stdout)
+    units = s.pop("units")
+    assert set(units) == set(s)
+    assert (units["response_mean"], units["throughput"], units["utilization"],
+            units["migrations"], units["mean_in_system"]) == ("ms", "jobs/ms", "ratio",
+                                                              "count", "jobs")
+    out = schedlab("sim", "--load", "0.5", "--jobs", "2000", "--replications", "2", "--json")
+    s = json.loads(out.stdout)
+    assert s["units"]["response_mean_ci"] == "ms" and "runs" not in s["units"]
+
+
+def _on_a_terminal(args: list[str]) -> tuple[int, str]:
+    """Runs the command with stdout and stderr on a pseudo-terminal; returns (code, output)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([SCHEDLAB, *args], stdin=subprocess.DEVNULL, stdout=slave,
+                         stderr=slave, env={**cli_env(), "COLUMNS": "120", "TERM": "xterm"})
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            p.kill()
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return p.wait(timeout=30), b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_on_a_terminal_and_silence_in_a_pipe():
+    # Issue 13: quickstart ran 36 s without a word. On a terminal a bar counts its runs (2 size
+    # laws x 6 policies x 2 replications = 24); in a pipe stderr stays empty.
+    args = ["quickstart", "--jobs", "3000", "--replications", "2"]
+    code, text = _on_a_terminal(args)
+    assert code == 0, text
+    assert "24 runs of 3,000 jobs" in text and "24/24" in text, text
+    out = schedlab(*args)
+    assert out.returncode == 0 and out.stderr == ""
+    assert "RR q=10" in out.stdout

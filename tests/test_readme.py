@@ -50,7 +50,8 @@ def test_readme_command_runs(argv, workdir):
     if argv[0] == "report":
         assert (workdir / "results" / "rr" / "report.html").stat().st_size > 0
     if argv[0] == "theory":
-        assert float(out.stdout) == pytest.approx(3.5521, rel=1e-3)
+        word, value, unit = out.stdout.split()
+        assert (word, unit) == ("mean", "ms") and float(value) == pytest.approx(3.5521, rel=1e-3)
     if "--jobs-out" in argv:
         assert (workdir / argv[argv.index("--jobs-out") + 1]).stat().st_size > 0
 

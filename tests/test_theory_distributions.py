@@ -385,9 +385,9 @@ def test_cli_quantiles_with_units(capsys):
     assert lines[1] == "p99 46.0517 ms"
     assert lines[2] == "p50 6.93147 ms"
     assert lines[3] == "p99.9 69.0776 ms"
-    # Without --quantile: the bare mean, as before.
+    # Without --quantile: the mean alone, with its unit (issue 13).
     assert cli_main(["theory", "--policy", "fcfs", "--load", "0.9", "--size", "exp:1"]) == 0
-    assert float(capsys.readouterr().out) == pytest.approx(10.0, rel=1e-9)
+    assert capsys.readouterr().out == "mean 10 ms\n"
 
 
 def test_cli_quantiles_json(capsys):

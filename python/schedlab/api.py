@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedlab.results import Replications, Result
 from schedlab.vocabulary import flat_spec, replication_count
 from schedlab.worlds import sim
 
 
 def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, replications: int = 1,
-             workers: int | None = None, **kwargs: Any) -> Result | Replications:
+             workers: int | None = None, **kwargs: Any) -> Any:
     """Runs one simulation and returns a Result; with `replications=R` (R > 1), R independent
     runs on `workers` threads (default: every core), returned as Replications (`.runs`, and a
     `.summary` with Student-t intervals across them). Replication r is seeded
@@ -26,10 +25,19 @@ def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, replications: int 
 
     `keep_jobs=False` keeps only the summary (memory stays bounded for any run length).
     Raises SpecError (a ValueError) naming the key, the value and what is allowed.
+
+    A list of policies (`["fcfs", "srpt", "rr:quantum=5", policies.PS()]`, or one text with
+    commas) runs each on the same workload and seeds and returns a `schedlab.compare.
+    Comparison`: `.table()` has one row per policy with 95% intervals and the closed form.
     """
     replications = replication_count(replications)
     if workers is not None:
         workers = replication_count(workers, "workers")
+    if isinstance(policy, list | tuple) or (isinstance(policy, str) and "," in policy):
+        from schedlab.compare import compare  # theory and pandas: only when comparing
+
+        return compare(policy, keep_jobs=keep_jobs, replications=replications,
+                       workers=workers, **kwargs)
     spec = flat_spec(policy, keep_jobs=keep_jobs, **kwargs)
     if replications == 1:
         return sim.run(spec)

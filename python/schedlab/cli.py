@@ -27,65 +27,32 @@ from schedlab.vocabulary import (
     policy_catalog,
     replication_count,
     spec_error,
+    summary_units,
     typed,
 )
 from schedlab.worlds import os as os_world
 from schedlab.worlds import sim as sim_world
 
-# (key, label, unit): the rows of the sim table; a key with a `KEY_ci` in the summary shows
-# its 95% interval beside it.
-SUMMARY_ROWS = [
-    ("response_mean", "response mean", "ms"), ("response_p50", "response p50", "ms"),
-    ("response_p95", "response p95", "ms"), ("response_p99", "response p99", "ms"),
-    ("response_std", "response std", "ms"), ("wait_mean", "wait mean", "ms"),
-    ("wait_p99", "wait p99", "ms"), ("slowdown_mean", "slowdown mean", "ratio"),
-    ("throughput", "throughput", "jobs/ms"), ("utilization", "utilization", "ratio"),
-    ("context_switches", "context switches", "count"), ("migrations", "migrations", "count"),
-    ("task_response_cv", "CV of task mean responses", "ratio"),
-    ("jain_slowdown", "Jain (slowdown)", "ratio"), ("jain_share", "Jain (share/entitled)", "ratio"),
-]
 
-# The rows of the os table: the common metrics, then the os world's own.
-OS_SUMMARY_ROWS = [
-    ("response_mean", "response mean", "ms"), ("response_p50", "response p50", "ms"),
-    ("response_p95", "response p95", "ms"), ("response_p99", "response p99", "ms"),
-    ("wait_mean", "run-queue wait mean", "ms"), ("throughput", "throughput", "jobs/ms"),
-    ("utilization", "utilization", "ratio"), ("context_switches", "context switches", "count"),
-    ("migrations", "migrations", "count"), ("jain_share", "Jain (share/entitled)", "ratio"),
-    ("contended_ms", "contended interval", "ms"),
-    ("measure_overhead", "measurement overhead", "ratio"),
-    ("dispatcher_overhead", "dispatcher CPU / wall", "ratio"),
-    ("foreign_fraction", "foreign CPU", "ratio"),
-]
+def with_units(summary: dict[str, Any]) -> dict[str, Any]:
+    """A summary as --json prints it: with `units`, the unit of each key the core declares."""
+    return {**summary, "units": summary_units(summary)}
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and value == value
-
-
-def interval_text(ci: Any) -> str:
-    """`[low, high]` of a summary's `KEY_ci`, or empty when there is none."""
-    if not isinstance(ci, list | tuple) or len(ci) != 2 or not all(map(_finite, ci)):
-        return ""
-    return f"[{ci[0]:.4g}, {ci[1]:.4g}]"
-
-
-def summary_table(title: str, rows: list[tuple[str, str, str]], s: dict[str, Any]) -> Any:
-    """A rich table of a summary: one row per (key, label, unit) the summary has a value for,
-    with its 95% interval where the summary has `KEY_ci`."""
+def summary_table(title: str, s: dict[str, Any]) -> Any:
+    """A rich table of a summary: the rows of its world (`schedlab.results.SUMMARY_ROWS`), each
+    with its 95% interval where the summary has one, and its unit."""
     from rich.table import Table
+
+    from schedlab.results import metric_rows
 
     table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% interval", justify="right")
     table.add_column("unit")
-    for key, label, unit in rows:
-        value = s.get(key)
-        if value is None or (isinstance(value, float) and value != value):
-            continue
-        table.add_row(label, f"{value:.4g}" if isinstance(value, float) else str(value),
-                      interval_text(s.get(f"{key}_ci")), unit)
+    for row in metric_rows(s):
+        table.add_row(*row)
     return table
 
 
@@ -143,9 +110,14 @@ def cmd_sim(args: argparse.Namespace) -> int:
     _check_outputs({f"{k}_out": v for k, v in outputs.items()})
     replications = replication_count(args.replications)
     workers = None if args.workers is None else replication_count(args.workers, "workers")
+    if "," in str(spec.get("policy", "")):
+        spec["keep_jobs"] = bool(outputs["jobs"])
+        if outputs["schedule"]:
+            spec["keep_schedule"] = True
+        return _sim_compare(args, spec, outputs, replications, workers)
     if args.json and not any(outputs.values()) and replications == 1:
         # The summary alone: no table to build, so nothing of pandas to import (issue 12).
-        print(dumps(sim_world.run_summary(spec)))
+        print(dumps(with_units(sim_world.run_summary(spec))))
         return 0
     from schedlab.results import write_table
 
@@ -159,7 +131,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         if path:
             write_table(getattr(result, key), path)
     if args.json:
-        print(dumps(result.summary))
+        print(dumps(with_units(result.summary)))
         return 0
     s = result.summary
     _print_sim_summary(f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed "
@@ -185,7 +157,7 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
             write_table(rep.table(key), path)
     s = rep.summary
     if args.json:
-        print(dumps({**s, "runs": [r.summary for r in rep.runs]}))
+        print(dumps({**with_units(s), "runs": [r.summary for r in rep.runs]}))
         return 0
     jobs = ", ".join(str(r.summary["jobs"]) for r in rep.runs)
     notes = [f"{replications} replications, seeds {', '.join(map(str, rep.seeds))} "
@@ -199,10 +171,73 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
     return 0
 
 
+def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
+                 outputs: dict[str, str | None], replications: int,
+                 workers: int | None) -> int:
+    """`schedlab sim --policy fcfs,srpt,rr:quantum=5`: the policies on one workload and seeds,
+    one table with intervals and theory (`schedlab.compare`)."""
+    import pandas as pd
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from schedlab.compare import METRICS, PLAIN, THEORY, compare
+    from schedlab.jsonio import dumps
+    from schedlab.results import interval_of, interval_text, write_table
+
+    text = spec.pop("policy")
+    c = compare(text, replications=replications, workers=workers, **spec)
+    for key, path in outputs.items():
+        if path:
+            parts = [(r.table(key) if replications > 1 else getattr(r, key)).assign(policy=name)
+                     for name, r in zip(c.labels, c.results, strict=True)]
+            write_table(pd.concat(parts, ignore_index=True), path)
+    if args.json:
+        print(dumps(c.to_json()))
+        return 0
+    workload = ", ".join(f"{k} {spec[k]}" for k in ("arrival", "load", "clients", "size",
+                                                    "think", "jobs", "time", "cpus")
+                         if k in spec)
+    table = Table(title=f"{len(c.labels)} policies on one workload ({workload}), seed {c.seed}",
+                  box=box.SIMPLE_HEAD)
+    table.add_column("policy", no_wrap=True)
+    units = c.units()
+    for key, name in METRICS:
+        table.add_column(f"{name} ({units[key]})\n[95% interval]", justify="right",
+                         no_wrap=True)
+        if key in THEORY:
+            table.add_column(f"theory\n({units[key]})", justify="right", no_wrap=True)
+    for key, name in PLAIN:
+        table.add_column(f"{name}\n({units[key]})", justify="right", no_wrap=True)
+    for row in c.rows():
+        cells = [row["policy"]]
+        for key, _ in METRICS:
+            ci = interval_of({f"{key}_ci": [row[f"{key}_low"], row[f"{key}_high"]]}, key)
+            cells.append(f"{row[key]:.4g} {interval_text(ci)}".strip())
+            if key in THEORY:
+                th = row[f"theory_{key}"]
+                cells.append("—" if th is None else f"{th:.4g}")
+        cells += [f"{row[key]:.4g}" for key, _ in PLAIN]
+        table.add_row(*cells)
+    # One line per policy, whatever the terminal: a narrow one wraps lines instead of rich
+    # cutting numbers short.
+    console = Console(width=max(Console().width, 150))
+    console.print(table)
+    console.print(f"The same arrivals and sizes for every policy (seed {c.seed}: common random "
+                  f"numbers). 95% intervals: {c.interval_method}. Theory: the closed form for "
+                  "the queue described (schedlab.theory), — where there is none.")
+    for name, r in zip(c.labels, c.results, strict=True):
+        runs = r.runs if replications > 1 else [r]
+        for note in {n for run in runs for n in run_notes(run.summary) if "WARNING" in n}:
+            console.print(f"{name}: {note}", style="bold red")
+    return 0
+
+
 def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str]) -> None:
     from rich.console import Console
 
-    table = summary_table(title, SUMMARY_ROWS, s)
+
+    table = summary_table(title, s)
     if s["cpus"] > 1:
         for key, label in (("utilization_per_cpu", "utilization per CPU"),
                            ("runnable_mean_per_cpu", "runnable jobs per runqueue")):
@@ -228,7 +263,11 @@ def cmd_os(args: argparse.Namespace) -> int:
         print(dumps(osrun.capabilities(), indent=2))
         return 0
     _check_outputs({"jobs_out": args.jobs_out, "tasks_out": args.tasks_out})
+    osrun.announce = None  # a terminal shows the wait for a quiet machine
     spec = spec_from_args(args, native_keys(os_world))
+    if "," in str(spec.get("policy", "")):
+        raise spec_error("policy", spec["policy"], "one policy: real processes compare "
+                         "policies in an experiment file (world = \"os\", [[policy]] tables)")
     try:
         result = os_world.run(spec)
     except osrun.Refused as e:
@@ -245,7 +284,7 @@ def cmd_os(args: argparse.Namespace) -> int:
     if args.tasks_out:
         write_table(result.tasks, args.tasks_out)
     if args.json:
-        print(dumps(result.summary))
+        print(dumps(with_units(result.summary)))
         return 0
     _print_os(result)
     return 0
@@ -254,11 +293,12 @@ def cmd_os(args: argparse.Namespace) -> int:
 def _print_os(result: Any) -> None:
     from rich.console import Console
 
+
     s = result.summary
     console = Console()
     title = (f"{s['policy']}: {s['tasks']} processes, {s['jobs']} jobs on {s['cpus']} CPU(s), "
              f"wall {s['wall_ms']:.0f} ms")
-    console.print(summary_table(title, OS_SUMMARY_ROWS, s))
+    console.print(summary_table(title, s))
     for note in run_notes(s):
         console.print(note, style="bold red" if note.startswith("WARNING") else None)
     cols = ["task", "class", "policy", "nice", "rtprio", "tickets", "cpu_time", "runqueue_wait",
@@ -329,10 +369,9 @@ def cmd_theory(args: argparse.Namespace) -> int:
         print(f"schedlab: no closed form for {where} (see schedlab.theory.COVERED)",
               file=sys.stderr)
         return 1
+    print(f"mean {value:.6g} ms")  # scripts read --json (its "unit" is ms)
     if not quantiles:
-        print(f"{value:.6g}")  # the bare number, as scripts read it
         return 0
-    print(f"mean {value:.6g} ms")
     if values is None:
         print(f"schedlab: no response-time distribution for {where} "
               "(see schedlab.theory.COVERED)", file=sys.stderr)

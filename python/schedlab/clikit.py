@@ -21,6 +21,45 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def progress_bar(total: int, what: str, enabled: bool | None = None) -> Any:
+    """A rich progress bar on stderr (bar, done/total, elapsed, ETA) for work longer than about
+    a second; nothing when stderr is not a terminal (`enabled` None) or when disabled. Use
+    `bar.add_task(what, total=total)` and `bar.advance(task)` inside `with progress_bar(...)
+    as bar`, guarding on `bar is not None`."""
+    import contextlib
+
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        return contextlib.nullcontext(None)
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(TextColumn(f"[bold]{what}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                    console=Console(stderr=True), transient=False)
+
+
+def status(message: str, enabled: bool | None = None) -> Any:
+    """A spinner with a message on stderr while something waits; nothing off a terminal."""
+    import contextlib
+
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        return contextlib.nullcontext(None)
+    from rich.console import Console
+
+    return Console(stderr=True).status(message)
+
+
 def flag(key: str) -> str:
     return f"--{key.replace('_', '-')}"
 
@@ -58,6 +97,12 @@ def add_key_flags(parser: argparse.ArgumentParser, keys: list[str],
         if k.form == "bool":
             group.add_argument(flag(name), action=argparse.BooleanOptionalAction, default=None,
                                help=_help(k.help))
+        elif name == "policy":
+            # Repeatable (`--policy fcfs --policy srpt`), as a list is (`--policy fcfs,srpt`):
+            # never the last one silently.
+            group.add_argument(flag(name), action="append", metavar="POLICY[,POLICY...]",
+                               help=_help(k.help) + "; several (repeated or comma-separated, "
+                               "NAME:PARAM=VALUE for parameters) are compared on one workload")
         else:
             group.add_argument(flag(name), type=_TYPES[k.form], metavar=k.form.upper(),
                                help=_help(k.help))
@@ -131,6 +176,8 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     spec: dict[str, Any] = load_toml(args.spec) if getattr(args, "spec", None) else {}
     for key in keys:
         value = getattr(args, key, None)
+        if key == "policy" and isinstance(value, list):
+            value = ",".join(value)  # repeated: a comparison
         if value is not None:
             spec[key] = value
     if getattr(args, "classes", None):

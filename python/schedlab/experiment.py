@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from schedlab import worlds
 from schedlab._core import SpecError
+from schedlab.policies import label as policy_label
 from schedlab.vocabulary import (
     CLASS_KEYS,
     KERNEL,
@@ -466,10 +467,6 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
 # ---------------------------------------------------------------------------------------------
 
 
-def _fmt(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
 def _policies(config: Any) -> list[tuple[str, str, dict[str, Any], set[str]]]:
     """(label, canonical name, params, parameter names) of each [[policy]]."""
     out = []
@@ -492,9 +489,7 @@ def _policies(config: Any) -> list[tuple[str, str, dict[str, Any], set[str]]]:
                                  f"one of {', '.join(KERNEL_POLICIES)}")
             default = f"{KERNEL_LABELS[sched]} (kernel)"
         else:
-            default = " ".join(
-                [info["name"].upper() if len(info["name"]) <= 5 else info["name"].capitalize()]
-                + [f"{k}={_fmt(v)}" for k, v in params.items()])
+            default = policy_label(info["name"], params)
         label = entry.label or default
         if label in labels:
             raise spec_error(f"policy[{i}].label", label, "a label no other policy has")

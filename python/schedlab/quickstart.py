@@ -9,13 +9,14 @@ across policies (common random numbers), so policy differences are not noise.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from rich.console import Console
 from rich.table import Table
 
 from schedlab import theory
 from schedlab.api import simulate
+from schedlab.clikit import progress_bar
 from schedlab.stats import t_interval
 
 LOAD = 0.95
@@ -59,8 +60,14 @@ def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
                         seed=seed + r, keep_jobs=False, **params).summary
 
     # The core releases the GIL, so threads keep every core busy.
-    with ThreadPoolExecutor() as pool:
-        summaries = list(pool.map(one, tasks))
+    with ThreadPoolExecutor() as pool, \
+            progress_bar(len(tasks), f"{len(tasks)} runs of {jobs:,} jobs") as bar:
+        futures = [pool.submit(one, t) for t in tasks]
+        task = bar.add_task("runs", total=len(tasks)) if bar else None
+        for _ in as_completed(futures):
+            if bar:
+                bar.advance(task)
+        summaries = [f.result() for f in futures]
 
     table = Table(title=f"One CPU, load {LOAD}, Poisson arrivals ({arrival}); {replications} "
                   f"replications of {jobs:,} jobs per cell: response time in ms, mean ± "

@@ -4,19 +4,33 @@ per-job rows, run segments and load series, as tidy DataFrames (`load_results`).
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from schedlab.vocabulary import spec_error
+from schedlab.results import (
+    LABELS,
+    UNITS,
+    html_table,
+    interval_text,
+    number_text,
+    plural,
+)
+from schedlab.vocabulary import DEFAULT_SEED, spec_error
 
 FORMAT = 1
 MANIFEST = "manifest.json"
 RUNS = "runs"
+# The metrics of a results directory's table in a notebook (`Results._repr_html_`), and how
+# many rows it shows (`.stats` has them all).
+SHOWN_METRICS = ["response_mean", "response_p99", "throughput"]
+SHOWN_ROWS = 30
 
 
 @dataclass
@@ -81,6 +95,62 @@ class Results:
     def metric(self, name: str) -> pd.DataFrame:
         """The stats rows of one metric (mean, CI, theory) per world, point and policy."""
         return self.stats[self.stats.metric == name].reset_index(drop=True)
+
+    def _line(self) -> str:
+        m, s = self.manifest, self.summaries
+        name = f"{m.get('name', self.dir.name)}{' (quick)' if m.get('quick') else ''}"
+        points = len(m.get("points", [])) or 1
+
+        def spread(col: str, word: str) -> str:
+            if col not in s or s[col].isna().all():
+                return f"? {word}s"
+            lo, hi = s[col].min(), s[col].max()
+            return plural(lo, word) if lo == hi else f"{number_text(lo)}-{number_text(hi)} {word}s"
+
+        seed = m.get("experiment", {}).get("experiment", {}).get("seed", DEFAULT_SEED)
+        reps = s.groupby("world", sort=False)["replication"].nunique() if len(s) else {}
+        worlds = ", ".join(f"{plural(n, 'replication')} in {w}" for w, n in reps.items())
+        skipped = f" ({len(self.skipped)} skipped)" if len(self.skipped) else ""
+        return (f"{name}: {', '.join(self.labels)} at {plural(points, 'point')}, "
+                f"{worlds or 'no world'}; {plural(s['run'].nunique() if len(s) else 0, 'run')}"
+                f"{skipped} of {spread('jobs', 'job')} on {spread('cpus', 'CPU')}, "
+                f"seed {seed}; in {self.dir}")
+
+    def __repr__(self) -> str:
+        return f"<Results {self._line()}>"
+
+    def _repr_html_(self) -> str:
+        """Per world, sweep point and policy: the mean of each of SHOWN_METRICS with its 95%
+        interval, and the closed form of the mean response where there is one."""
+        stats = self.stats
+        line = f"<p>{html.escape('Results ' + self._line())}</p>"
+        if stats.empty or "metric" not in stats:
+            return f"<div>{line}</div>"
+        by = (["world"] if stats["world"].nunique() > 1 else []) + \
+            [k for k in self.sweep_keys if k in stats] + ["label"]
+        metrics = [m for m in SHOWN_METRICS if (stats["metric"] == m).any()]
+        theory = stats[(stats["metric"] == "response_mean") & stats["theory"].notna()] \
+            if "theory" in stats else stats.iloc[:0]
+        header = [("policy" if k == "label" else k) for k in by] + \
+            [f"{LABELS[m]} ({UNITS[m]}) [95% interval]" for m in metrics]
+        if len(theory):
+            header.append(f"theory: {LABELS['response_mean']} ({UNITS['response_mean']})")
+        cells: dict[tuple, dict[str, str]] = {}
+        for _, r in stats[stats["metric"].isin(metrics)].iterrows():
+            ci = (r["ci_low"], r["ci_high"])
+            shown = interval_text(ci if all(map(np.isfinite, ci)) else None)
+            row = cells.setdefault(tuple(r[k] for k in by), {})
+            row[r["metric"]] = f"{number_text(r['mean'])} {shown}".strip()
+        for _, r in theory.iterrows():
+            cells[tuple(r[k] for k in by)]["theory"] = number_text(r["theory"])
+        rows = [[number_text(v) for v in key] + [row.get(m, "") for m in metrics]
+                + ([row.get("theory", "—")] if len(theory) else [])
+                for key, row in cells.items()]
+        more = len(rows) - SHOWN_ROWS
+        table = html_table(header, rows[:SHOWN_ROWS], right=set(range(len(by), len(header))))
+        note = f"<p>... {more} more rows: <code>.stats</code> has them all</p>" if more > 0 \
+            else ""
+        return f"<div>{table}{note}{line}</div>"
 
 
 def load_results(directory: str | Path) -> Results:

@@ -32,7 +32,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,14 +42,17 @@ import numpy as np
 import pandas as pd
 
 from schedlab import experiment as ex
-from schedlab import theory, worlds
-from schedlab._core import SpecError
+from schedlab import worlds
+from schedlab.clikit import progress_bar
 from schedlab.files import atomic_file
 from schedlab.jsonio import json_safe
 from schedlab.results import environment, write_table
 from schedlab.stats import batch_means, t_half_width
 from schedlab.store import FORMAT, MANIFEST, RUNS
-from schedlab.vocabulary import find_policy, param_defaults, spec_error
+from schedlab.theory import spec_cdf as theory_cdf  # noqa: F401  (the report reads it here)
+from schedlab.theory import spec_mean as theory_for
+from schedlab.theory import spec_quantile as theory_quantile
+from schedlab.vocabulary import spec_error
 
 MANIFEST_EVERY = 1.0  # seconds between manifest rewrites while running
 KEY_COLUMNS = ["world", "point", "label", "policy", "replication", "seed", "run"]
@@ -433,24 +436,6 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
     return out_dir
 
 
-def _progress_bar(total: int, enabled: bool, what: str) -> Any:
-    if not enabled:
-        return contextlib.nullcontext(None)
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(TextColumn(f"[bold]{what}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                    console=Console(stderr=True), transient=False)
-
-
 @dataclass
 class _Done:
     """A finished future's stand-in, for runs recorded in the parent."""
@@ -494,7 +479,7 @@ def _run_local(pending: list[dict[str, Any]], workers: int, state: _State, progr
         parts = [[task] for task in pending] if one_by_one else chunks(pending, workers)
         futures = {pool.submit(execute_chunk, c): c for c in parts}
         try:
-            with _progress_bar(len(pending), progress, state.exp.name) as bar:
+            with progress_bar(len(pending), state.exp.name, progress) as bar:
                 bar_task = bar.add_task("runs", total=len(pending)) if bar else None
                 remaining = set(futures)
                 while remaining:
@@ -528,7 +513,7 @@ def _run_dask(pending: list[dict[str, Any]], address: str, state: _State, progre
         futures = client.map(execute_chunk, parts, pure=False,
                              key=[f"schedlab-{c[0]['id']}-{len(c)}" for c in parts])
         by_key = {f.key: c for f, c in zip(futures, parts, strict=True)}
-        with _progress_bar(len(pending), progress, state.exp.name) as bar:
+        with progress_bar(len(pending), state.exp.name, progress) as bar:
             bar_task = bar.add_task("runs", total=len(pending)) if bar else None
             for fut in as_completed(futures):
                 n = _finished(state, by_key[fut.key], fut, timings)
@@ -743,81 +728,3 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
                         "ci_low": float(low[i, j]), "ci_high": float(high[i, j]),
                         "method": method[i, j], "theory": float(theory_of[i, j])})
     return pd.DataFrame(out)
-
-
-# Keys the closed forms account for; any other key (classes, traces, closed clients, switch
-# costs, per-CPU runqueues, ...) means the formula does not describe the run. A run until
-# precise (precision, max_jobs) is the same queue measured for longer; what a run stores
-# (keep_*, load_sample) does not change the queue.
-THEORY_KEYS = {"policy", "arrival", "load", "size", "jobs", "time", "warmup", "warmup_time",
-               "cpus", "seed", "batches", "allow_unstable", "keep_jobs", "keep_schedule",
-               "load_sample", "precision", "max_jobs"}
-# What a closed form may raise on a spec it cannot read: no theory, not a failed combine.
-NO_THEORY = (ValueError, SpecError, TypeError)
-
-
-@dataclass(frozen=True)
-class TheoryModel:
-    """A sim spec as the closed forms read it: `schedlab.theory`'s arguments."""
-
-    policy: str
-    arrival: str
-    size: str
-    cpus: int
-    params: dict[str, Any]
-
-
-def theory_model(spec: dict[str, Any]) -> TheoryModel | None:
-    """The queue a sim spec describes, or None when it has a key the closed forms do not
-    account for (or no arrivals to derive)."""
-    try:
-        info = find_policy(spec["policy"])
-    except (SpecError, KeyError):
-        return None
-    names = {p["name"] for p in info["params"]}
-    given = {**(spec.get("params") or {}), **{k: v for k, v in spec.items() if k in names}}
-    extra = set(spec) - THEORY_KEYS - names - {"params"}
-    if extra or spec.get("context_switch"):
-        return None
-    # The engine's defaults count: RR's default quantum is 10.
-    params: dict[str, Any] = {**param_defaults(info["name"]), **given}
-    size = spec.get("size", "exp:1")
-    if isinstance(size, int | float):
-        size = f"det:{size}"
-    cpus = int(spec.get("cpus", 1))
-    arrival = spec.get("arrival")
-    if arrival is None:
-        if spec.get("load") is None:
-            return None
-        try:
-            arrival = theory.poisson_at_load(float(spec["load"]), size, cpus=cpus)
-        except NO_THEORY:
-            return None
-    return TheoryModel(info["name"], arrival, size, cpus, params)
-
-
-def _closed_form(spec: dict[str, Any], law: Callable[..., Any], *args: Any) -> Any:
-    """`law(policy, arrival, size, *args, cpus=..., **params)` of `schedlab.theory` for the
-    queue a sim spec describes, or None where the spec or the law has no theory."""
-    m = theory_model(spec)
-    try:
-        return None if m is None else law(m.policy, m.arrival, m.size, *args, cpus=m.cpus,
-                                          **m.params)
-    except NO_THEORY:
-        return None
-
-
-def theory_for(spec: dict[str, Any]) -> float | None:
-    """The closed-form mean response time of a sim spec, or None."""
-    return _closed_form(spec, theory.mean_response)
-
-
-def theory_quantile(spec: dict[str, Any], p: float | Any) -> float | np.ndarray | None:
-    """Quantiles of the response time of a sim spec (`theory.response_quantile`; `p` a number
-    or a list), or None where the distribution has no theory."""
-    return _closed_form(spec, theory.response_quantile, p)
-
-
-def theory_cdf(spec: dict[str, Any], x: float | Any) -> float | np.ndarray | None:
-    """P(T <= x) of a sim spec (`theory.response_cdf`), or None where there is no theory."""
-    return _closed_form(spec, theory.response_cdf, x)

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -65,7 +66,8 @@ import numpy as np
 from scipy import special
 
 import schedlab._core as _core
-from schedlab.vocabulary import spec_error
+from schedlab._core import SpecError
+from schedlab.vocabulary import find_policy, param_defaults, spec_error
 
 __all__ = [
     "COVERED",
@@ -81,6 +83,10 @@ __all__ = [
     "priority_classes",
     "response_cdf",
     "response_quantile",
+    "spec_cdf",
+    "spec_mean",
+    "spec_model",
+    "spec_quantile",
 ]
 
 # Which closed forms exist, by canonical policy name; used by the docs. Any other combination
@@ -1140,3 +1146,85 @@ def machine_repairman(clients: int, think: float, service: float) -> dict[str, A
 def closed_forms() -> dict[str, str]:
     """Which policies have a closed form here, and which one (a copy of COVERED)."""
     return dict(COVERED)
+
+
+# ---------------------------------------------------------------------------------------------
+# The closed form of a simulator spec: what sweeps, comparisons and reports draw beside runs
+# ---------------------------------------------------------------------------------------------
+
+# Keys the closed forms account for; any other key (classes, traces, closed clients, switch
+# costs, per-CPU runqueues, ...) means the formula does not describe the run. A run until
+# precise (precision, max_jobs) is the same queue measured for longer; what a run stores
+# (keep_*, load_sample) does not change the queue.
+THEORY_KEYS = {"policy", "arrival", "load", "size", "jobs", "time", "warmup", "warmup_time",
+               "cpus", "seed", "batches", "allow_unstable", "keep_jobs", "keep_schedule",
+               "load_sample", "precision", "max_jobs"}
+# What a closed form may raise on a spec it cannot read: no theory, not a failed combine.
+NO_THEORY = (ValueError, SpecError, TypeError)
+
+
+@dataclass(frozen=True)
+class SpecModel:
+    """A sim spec as the closed forms read it: `schedlab.theory`'s arguments."""
+
+    policy: str
+    arrival: str
+    size: str
+    cpus: int
+    params: dict[str, Any]
+
+
+def spec_model(spec: dict[str, Any]) -> SpecModel | None:
+    """The queue a sim spec describes, or None when it has a key the closed forms do not
+    account for (or no arrivals to derive)."""
+    try:
+        info = find_policy(spec["policy"])
+    except (SpecError, KeyError):
+        return None
+    names = {p["name"] for p in info["params"]}
+    given = {**(spec.get("params") or {}), **{k: v for k, v in spec.items() if k in names}}
+    extra = set(spec) - THEORY_KEYS - names - {"params"}
+    if extra or spec.get("context_switch"):
+        return None
+    # The engine's defaults count: RR's default quantum is 10.
+    params: dict[str, Any] = {**param_defaults(info["name"]), **given}
+    size = spec.get("size", "exp:1")
+    if isinstance(size, int | float):
+        size = f"det:{size}"
+    cpus = int(spec.get("cpus", 1))
+    arrival = spec.get("arrival")
+    if arrival is None:
+        if spec.get("load") is None:
+            return None
+        try:
+            arrival = poisson_at_load(float(spec["load"]), size, cpus=cpus)
+        except NO_THEORY:
+            return None
+    return SpecModel(info["name"], arrival, size, cpus, params)
+
+
+def _closed_form(spec: dict[str, Any], law: Callable[..., Any], *args: Any) -> Any:
+    """`law(policy, arrival, size, *args, cpus=..., **params)` of `schedlab.theory` for the
+    queue a sim spec describes, or None where the spec or the law has no theory."""
+    m = spec_model(spec)
+    try:
+        return None if m is None else law(m.policy, m.arrival, m.size, *args, cpus=m.cpus,
+                                          **m.params)
+    except NO_THEORY:
+        return None
+
+
+def spec_mean(spec: dict[str, Any]) -> float | None:
+    """The closed-form mean response time of a sim spec, or None."""
+    return _closed_form(spec, mean_response)
+
+
+def spec_quantile(spec: dict[str, Any], p: float | Any) -> float | np.ndarray | None:
+    """Quantiles of the response time of a sim spec (`response_quantile`; `p` a number
+    or a list), or None where the distribution has no theory."""
+    return _closed_form(spec, response_quantile, p)
+
+
+def spec_cdf(spec: dict[str, Any], x: float | Any) -> float | np.ndarray | None:
+    """P(T <= x) of a sim spec (`response_cdf`), or None where there is no theory."""
+    return _closed_form(spec, response_cdf, x)

@@ -23,7 +23,7 @@ from schedlab._core import SpecError
 __all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", "spec_error",
            "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
            "param_value", "as_dist", "cpu_list", "DEFAULT_SEED", "replication_seed",
-           "replication_count"]
+           "replication_count", "SUMMARY_UNITS", "summary_units"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,17 @@ KERNEL_LABELS = {"other": "CFS", "batch": "BATCH", "idle": "IDLE", "fifo": "FIFO
                  "deadline": "DEADLINE"}
 KERNEL_PARAMS: dict[str, Key] = {n: k for n, k in KEYS.items()
                                  if k.section == "policy" and n not in ("policy", "params")}
+
+
+# The unit of every key of a run summary (`crates/model/src/summary.rs`, SUMMARY_UNITS): ms,
+# jobs/ms, ratio, count, jobs (a time-averaged number of jobs), bool, text.
+SUMMARY_UNITS: dict[str, str] = dict(_core.SUMMARY_UNITS)
+
+
+def summary_units(summary: dict[str, Any]) -> dict[str, str]:
+    """The units of a summary's keys (those the core declares; a world's own extras have
+    theirs in its docs)."""
+    return {k: SUMMARY_UNITS[k] for k in summary if k in SUMMARY_UNITS}
 
 
 # The core's `seed` when none is given (a test checks that the two agree).

@@ -233,6 +233,65 @@ pub struct Summary {
     pub precision_reached: Option<bool>,
 }
 
+/// The unit of every key of a [`Summary`], as tables, JSON (`units`) and plots print it. Times
+/// and work are in ms in every world; "jobs" is a time-averaged number of jobs.
+pub const SUMMARY_UNITS: &[(&str, &str)] = &[
+    ("policy", "text"),
+    ("jobs", "count"),
+    ("cpus", "count"),
+    ("seed", "text"),
+    ("response_mean", "ms"),
+    ("response_p50", "ms"),
+    ("response_p95", "ms"),
+    ("response_p99", "ms"),
+    ("response_std", "ms"),
+    ("response_max", "ms"),
+    ("wait_mean", "ms"),
+    ("wait_p50", "ms"),
+    ("wait_p95", "ms"),
+    ("wait_p99", "ms"),
+    ("wait_std", "ms"),
+    ("slowdown_mean", "ratio"),
+    ("slowdown_p99", "ratio"),
+    ("throughput", "jobs/ms"),
+    ("utilization", "ratio"),
+    ("utilization_per_cpu", "ratio"),
+    ("context_switches", "count"),
+    ("migrations", "count"),
+    ("runnable_mean_per_cpu", "jobs"),
+    ("task_response_cv", "ratio"),
+    ("jain_slowdown", "ratio"),
+    ("jain_share", "ratio"),
+    ("offered_load", "ratio"),
+    ("arrival_rate", "jobs/ms"),
+    ("mean_in_system", "jobs"),
+    ("measure_start", "ms"),
+    ("measure_end", "ms"),
+    ("sim_time", "ms"),
+    ("busy_time", "ms"),
+    ("work_served", "ms"),
+    ("overhead_time", "ms"),
+    ("warmup_jobs", "count"),
+    ("warmup_time", "ms"),
+    ("unfinished", "count"),
+    ("events", "count"),
+    ("response_batch_means", "ms"),
+    ("response_mean_ci", "ms"),
+    ("response_p50_ci", "ms"),
+    ("response_p95_ci", "ms"),
+    ("response_p99_ci", "ms"),
+    ("wait_mean_ci", "ms"),
+    ("wait_p50_ci", "ms"),
+    ("wait_p95_ci", "ms"),
+    ("wait_p99_ci", "ms"),
+    ("ci_batches", "count"),
+    ("ci_batch_size", "count"),
+    ("ci_uncorrelated", "bool"),
+    ("response_mean_precision", "ratio"),
+    ("precision", "ratio"),
+    ("precision_reached", "bool"),
+];
+
 /// Per class: moments, and quantiles when there is more than one class.
 #[derive(Default)]
 struct ClassStats {
@@ -622,6 +681,25 @@ pub fn summarize(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_summary_key_has_a_unit() {
+        let value = serde_json::to_value(Summary::default()).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut declared: Vec<&str> = SUMMARY_UNITS.iter().map(|(k, _)| *k).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        declared.sort_unstable();
+        assert_eq!(
+            sorted, declared,
+            "a Summary key without a unit, or a unit without a key"
+        );
+    }
+
     use super::*;
 
     fn table(rows: &[(i64, u32, f64, f64, f64, f64)]) -> JobTable {

@@ -288,6 +288,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VOCABULARY", keys(py, KEYS)?)?;
     m.add("CLASS_VOCABULARY", keys(py, CLASS_KEYS)?)?;
     m.add("DIST_SYNTAX", SYNTAX)?;
+    m.add("SUMMARY_UNITS", summary::SUMMARY_UNITS.to_vec())?;
     m.add("NICE_TO_WEIGHT", NICE_TO_WEIGHT.to_vec())?;
     m.add("WEIGHT_IDLEPRIO", WEIGHT_IDLEPRIO)?;
     m.add_function(wrap_pyfunction!(kernel_weight, m)?)?;

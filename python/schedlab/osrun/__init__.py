@@ -22,9 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
+from schedlab.clikit import status
 from schedlab.osrun import env as envmod
 from schedlab.osrun.spec import NATIVE_CLASS_KEYS, NATIVE_KEYS, build_plan
 from schedlab.vocabulary import spec_error
+
+# Whether to show the wait for a quiet machine: `schedlab os` sets None (on a terminal, yes);
+# the Python API and a sweep's workers (under a sweep's progress bar) stay silent.
+announce: bool | None = False
 
 if TYPE_CHECKING:
     from schedlab.results import Result
@@ -146,7 +151,11 @@ def run(spec: dict[str, Any]) -> Result:
     cpus = plan["cpus"]
     attempts = []
     for _attempt in range(options["retry_noisy"] + 1):
-        gate = envmod.wait_for_quiet(cpus, options["noise_threshold"], options["quiet_wait"])
+        with status(f"waiting up to {options['quiet_wait'] / 1000:g} s for a quiet machine "
+                    f"(CPUs {cpus}: others' use under {options['noise_threshold']:g})",
+                    enabled=announce):
+            gate = envmod.wait_for_quiet(cpus, options["noise_threshold"],
+                                         options["quiet_wait"])
         started = time.time()
         raw, launcher = _launch(plan)
         noise = envmod.foreign_load(raw, cpus, options["noise_threshold"])

@@ -267,15 +267,31 @@ def run_replications(spec: dict[str, Any], replications: int,
                      workers: int | None = None) -> Replications:
     """Independent replications of one spec, run in the core on `workers` threads (default:
     every core) with the same results as one after the other."""
+    return run_replications_many([spec], replications, workers)[0]
+
+
+def run_replications_many(specs: list[dict[str, Any]], replications: int,
+                          workers: int | None = None) -> list[Replications]:
+    """Replications of several specs (the policies of a comparison) in one pool of threads:
+    every run of every spec keeps a core busy until all are done."""
     from schedlab.results import Replications, Result
 
-    spec = {"keep_jobs": True, **spec}
-    specs = replication_specs(spec, replications)
-    raws = _core.simulate_many(specs, workers)
-    return Replications(runs=[Result.from_core(raw, s) for raw, s in zip(raws, specs,
-                                                                        strict=True)],
-                        seed=int(spec.get("seed", DEFAULT_SEED)),
-                        seeds=[s["seed"] for s in specs])
+    specs = [{"keep_jobs": True, **spec} for spec in specs]
+    runs = [replication_specs(spec, replications) for spec in specs]
+    raws = iter(_core.simulate_many([r for rs in runs for r in rs], workers))
+    return [Replications(runs=[Result.from_core(next(raws), r) for r in rs],
+                         seed=int(spec.get("seed", DEFAULT_SEED)),
+                         seeds=[r["seed"] for r in rs])
+            for spec, rs in zip(specs, runs, strict=True)]
+
+
+def run_many(specs: list[dict[str, Any]], workers: int | None = None) -> list[Result]:
+    """Several one-run specs on `workers` threads (default every core), as `run` each."""
+    from schedlab.results import Result
+
+    cores = [core_spec({"keep_jobs": True, **spec}) for spec in specs]
+    return [Result.from_core(raw, c)
+            for raw, c in zip(_core.simulate_many(cores, workers), cores, strict=True)]
 
 
 def run_summary(spec: dict[str, Any]) -> dict[str, Any]:

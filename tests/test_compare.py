@@ -1,0 +1,123 @@
+"""Policies compared in one command (issue 13): `schedlab sim --policy fcfs,srpt,ps,rr:quantum=5`
+and `simulate(policy=[...])` run every policy on the same workload and seeds and give one table
+with 95% intervals and the closed form beside each row."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import pytest
+import schedlab
+from conftest import SCHEDLAB, cli_env
+from schedlab import policies, theory
+from schedlab.compare import Comparison
+
+SPEC = {"load": 0.8, "size": "exp:1", "jobs": 100_000, "seed": 4}
+
+
+@pytest.fixture(scope="module")
+def four() -> Comparison:
+    return schedlab.simulate(policy=["fcfs", "srpt", policies.PS(), {"name": "rr", "quantum": 5}],
+                             **SPEC)
+
+
+def test_each_row_is_the_policy_run_alone(four):
+    assert four.labels == ["FCFS", "SRPT", "PS", "RR quantum=5"]
+    for (name, params), result in zip([("fcfs", {}), ("srpt", {}), ("ps", {}),
+                                       ("rr", {"quantum": 5})], four.results, strict=True):
+        alone = schedlab.simulate(policy=name, keep_jobs=False, **params, **SPEC).summary
+        assert result.summary["response_mean"] == alone["response_mean"]
+        assert result.summary["response_p99"] == alone["response_p99"]
+
+
+def test_every_policy_sees_the_same_arrivals_and_sizes(four):
+    # Common random numbers: the job tables agree job by job on what arrived when, how big.
+    fcfs, srpt = (four.result(x).jobs.sort_values("job") for x in ("FCFS", "SRPT"))
+    assert len(fcfs) > 90_000
+    common = fcfs.merge(srpt, on="job", suffixes=("_a", "_b"))
+    assert len(common) > 0.99 * len(fcfs)
+    assert (common["arrival_a"] == common["arrival_b"]).all()
+    assert (common["size_a"] == common["size_b"]).all()
+
+
+def test_the_table_has_intervals_and_theory(four):
+    t = four.table().set_index("policy")
+    # M/M/1 at load 0.8, mean size 1: FCFS and PS both 1 / (1 - 0.8) = 5 ms; SRPT's
+    # Schrage-Miller mean is 2.3528 (reference table); RR with a quantum has no closed form.
+    assert t.loc["FCFS", "theory_response_mean"] == pytest.approx(5.0, rel=1e-9)
+    assert t.loc["PS", "theory_response_mean"] == pytest.approx(5.0, rel=1e-9)
+    assert t.loc["SRPT", "theory_response_mean"] == pytest.approx(
+        theory.mean_response("srpt", "exp:1.25", "exp:1"), rel=1e-9)
+    assert t.loc["SRPT", "theory_response_mean"] == pytest.approx(2.3528, rel=1e-3)
+    assert math.isnan(t.loc["RR quantum=5", "theory_response_mean"])
+    assert four.rows()[3]["theory_response_mean"] is None  # JSON null, not NaN
+    # FCFS's p99: -ln(0.01) x 5 = 23.03 ms.
+    assert t.loc["FCFS", "theory_response_p99"] == pytest.approx(23.0259, rel=1e-4)
+    for name in ("FCFS", "PS", "SRPT"):
+        lo, hi = t.loc[name, "response_mean_low"], t.loc[name, "response_mean_high"]
+        assert lo < t.loc[name, "response_mean"] < hi
+        # This seed's intervals cover the closed form, which is within 6% of the measure.
+        assert lo < t.loc[name, "theory_response_mean"] < hi, (name, lo, hi)
+    assert t.loc["SRPT", "response_mean"] < 0.5 * t.loc["FCFS", "response_mean"]
+    assert four.table().attrs["units"]["response_mean"] == "ms"
+
+
+def test_replications_give_student_t_intervals():
+    c = schedlab.simulate(policy="fcfs,sjf", replications=3, workers=2,
+                          **{**SPEC, "jobs": 20_000})
+    assert c.interval_method == "Student t across 3 replications"
+    for r in c.results:
+        assert len(r.runs) == 3
+    row = c.rows()[0]
+    iv = c.results[0].interval("response_mean")
+    assert row["response_mean_low"] == pytest.approx(iv.mean - iv.half_width, rel=1e-12)
+    # The same seeds for both policies, replication by replication.
+    assert c.results[0].seeds == c.results[1].seeds
+
+
+def test_the_command_prints_one_table_and_json():
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs,srpt,ps,rr:quantum=5", "--load",
+                          "0.8", "--jobs", "20000"], capture_output=True, text=True,
+                         timeout=120, env=cli_env())
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    for name in ("FCFS", "SRPT", "PS", "RR quantum=5"):
+        assert sum(line.strip().startswith(name + " ") for line in lines) == 1, out.stdout
+    assert "response mean (ms)" in out.stdout and "theory" in out.stdout
+    assert "common random numbers" in out.stdout
+    # Repeated flags compare too (the last one no longer wins silently), with a shared
+    # parameter going to the policies that have it.
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs", "--policy", "rr", "--quantum",
+                          "2", "--load", "0.5", "--jobs", "2000", "--json"],
+                         capture_output=True, text=True, timeout=120, env=cli_env())
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["policies"] == ["FCFS", "RR quantum=2"]
+    assert data["units"]["response_p99"] == "ms"
+    assert [r["policy"] for r in data["rows"]] == data["policies"]
+    assert data["rows"][0]["theory_response_mean"] == pytest.approx(2.0, rel=1e-9)
+
+
+def test_policy_lists_parse_parameters_and_lists():
+    assert policies.parse("fcfs, srpt,rr:quantum=5") == [("fcfs", {}), ("srpt", {}),
+                                                         ("rr", {"quantum": 5.0})]
+    assert policies.parse("mlfq:quanta=1,2,4,rr") == [("mlfq", {"quanta": [1.0, 2.0, 4.0]}),
+                                                      ("rr", {})]
+    for bad in ("fcfs,,srpt", "rr:colour=5", "nosuch", "rr:quantum"):
+        with pytest.raises(schedlab.SpecError, match="policy"):
+            policies.parse(bad)
+    with pytest.raises(schedlab.SpecError, match="each policy once"):
+        schedlab.simulate(policy=["fcfs", "fcfs"], **SPEC)
+    with pytest.raises(schedlab.SpecError, match="quantum = 2"):
+        schedlab.simulate(policy=["fcfs", "sjf"], quantum=2, **SPEC)
+
+
+def test_a_comparison_shows_itself_in_a_notebook(four):
+    html = four._repr_html_()
+    assert html.count("<tr>") == 1 + len(four.labels)
+    assert "response mean (ms) [95% interval]" in html and "theory (ms)" in html
+    fcfs = four.rows()[0]
+    assert f"{fcfs['response_mean']:.4g} [{fcfs['response_mean_low']:.4g}, " in html
+    assert "RR quantum=5" in html and repr(four).startswith("Comparison(FCFS, SRPT, PS")
