@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedlab.vocabulary import flat_spec, replication_count
+from schedlab.vocabulary import flat_spec, replication_count, spec_error
 from schedlab.worlds import sim
 
 
 def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, replications: int = 1,
-             workers: int | None = None, **kwargs: Any) -> Any:
+             workers: int | None = None, trace_out: Any = None, **kwargs: Any) -> Any:
     """Runs one simulation and returns a Result; with `replications=R` (R > 1), R independent
     runs on `workers` threads (default: every core), returned as Replications (`.runs`, and a
     `.summary` with Student-t intervals across them). Replication r is seeded
@@ -24,6 +24,8 @@ def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, replications: int 
                           jobs=200_000, cpus=1, seed=1)
 
     `keep_jobs=False` keeps only the summary (memory stays bounded for any run length).
+    `trace_out="run.json"` writes the schedule as a Chrome/Perfetto trace (`schedlab.trace`;
+    open it in ui.perfetto.dev), keeping the schedule for it.
     Raises SpecError (a ValueError) naming the key, the value and what is allowed.
 
     A list of policies (`["fcfs", "srpt", "rr:quantum=5", policies.PS()]`, or one text with
@@ -34,14 +36,23 @@ def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, replications: int 
     if workers is not None:
         workers = replication_count(workers, "workers")
     if isinstance(policy, list | tuple) or (isinstance(policy, str) and "," in policy):
+        if trace_out is not None:
+            raise spec_error("trace_out", trace_out, "one policy (a trace shows one schedule)")
         from schedlab.compare import compare  # theory and pandas: only when comparing
 
         return compare(policy, keep_jobs=keep_jobs, replications=replications,
                        workers=workers, **kwargs)
+    if trace_out is not None:
+        from schedlab import trace
+
+        trace.check_trace_out("trace_out", trace_out)
+        kwargs["keep_schedule"] = True
     spec = flat_spec(policy, keep_jobs=keep_jobs, **kwargs)
-    if replications == 1:
-        return sim.run(spec)
-    return sim.run_replications(spec, replications, workers)
+    result = (sim.run(spec) if replications == 1
+              else sim.run_replications(spec, replications, workers))
+    if trace_out is not None:
+        trace.write_trace(result, trace_out)
+    return result
 
 
 def validate(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:

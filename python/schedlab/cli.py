@@ -74,6 +74,9 @@ def run_notes(s: dict[str, Any]) -> list[str]:
     return notes
 
 
+TRACE_HELP = ("write the schedule as a Chrome/Perfetto trace: open it in ui.perfetto.dev "
+              "(a track per CPU, preemptions and migrations as events; docs/trace.md)")
+
 # Tables a run can write, by the Result attribute that holds them.
 TABLE_OUTPUTS = {
     "jobs": "the per-job table",
@@ -108,21 +111,26 @@ def cmd_sim(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, native_keys(sim_world))
     outputs = {key: getattr(args, f"{key}_out") for key in TABLE_OUTPUTS}
     _check_outputs({f"{k}_out": v for k, v in outputs.items()})
+    _check_trace_out(args.trace_out)
     replications = replication_count(args.replications)
     workers = None if args.workers is None else replication_count(args.workers, "workers")
     if "," in str(spec.get("policy", "")):
+        if args.trace_out:
+            raise spec_error("trace_out", args.trace_out, "one policy (a trace shows one "
+                             "schedule: trace the policies one by one)")
         spec["keep_jobs"] = bool(outputs["jobs"])
         if outputs["schedule"]:
             spec["keep_schedule"] = True
         return _sim_compare(args, spec, outputs, replications, workers)
-    if args.json and not any(outputs.values()) and replications == 1:
+    if args.json and not any(outputs.values()) and replications == 1 and not args.trace_out:
         # The summary alone: no table to build, so nothing of pandas to import (issue 12).
         print(dumps(with_units(sim_world.run_summary(spec))))
         return 0
     from schedlab.results import write_table
 
-    spec["keep_jobs"] = bool(outputs["jobs"])
-    if outputs["schedule"]:
+    # A trace names each job's class from the per-job table, as simulate(trace_out=) has it.
+    spec["keep_jobs"] = bool(outputs["jobs"] or args.trace_out)
+    if outputs["schedule"] or args.trace_out:
         spec["keep_schedule"] = True
     if replications > 1:
         return _sim_replications(args, spec, outputs, replications, workers)
@@ -130,6 +138,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     for key, path in outputs.items():
         if path:
             write_table(getattr(result, key), path)
+    _write_trace(result, args.trace_out)
     if args.json:
         print(dumps(with_units(result.summary)))
         return 0
@@ -155,6 +164,7 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
     for key, path in outputs.items():
         if path:
             write_table(rep.table(key), path)
+    _write_trace(rep, args.trace_out)
     s = rep.summary
     if args.json:
         print(dumps({**with_units(s), "runs": [r.summary for r in rep.runs]}))
@@ -263,6 +273,7 @@ def cmd_os(args: argparse.Namespace) -> int:
         print(dumps(osrun.capabilities(), indent=2))
         return 0
     _check_outputs({"jobs_out": args.jobs_out, "tasks_out": args.tasks_out})
+    _check_trace_out(args.trace_out)
     osrun.announce = None  # a terminal shows the wait for a quiet machine
     spec = spec_from_args(args, native_keys(os_world))
     if "," in str(spec.get("policy", "")):
@@ -283,11 +294,32 @@ def cmd_os(args: argparse.Namespace) -> int:
         write_table(result.jobs, args.jobs_out)
     if args.tasks_out:
         write_table(result.tasks, args.tasks_out)
+    _write_trace(result, args.trace_out)
     if args.json:
         print(dumps(with_units(result.summary)))
         return 0
     _print_os(result)
     return 0
+
+
+def _check_trace_out(path: str | None) -> None:
+    if path:
+        from schedlab.trace import check_trace_out
+
+        check_trace_out("trace_out", path)
+
+
+def _write_trace(result: Any, path: str | None) -> None:
+    """`--trace-out`: the schedule as a Perfetto/Chrome trace; a note on stderr when the file
+    holds less than the run (a capped trace, sampled slices)."""
+    if not path:
+        return
+    from schedlab.trace import write_trace
+
+    meta = write_trace(result, path)
+    for note in (meta.get("note"), meta.get("sampled")):
+        if note:
+            print(f"schedlab: {path}: {note}", file=sys.stderr)
 
 
 def _print_os(result: Any) -> None:
@@ -473,6 +505,7 @@ def make_parser() -> argparse.ArgumentParser:
     for key, what in TABLE_OUTPUTS.items():
         p.add_argument(f"--{key.replace('_', '-')}-out", metavar="FILE",
                        help=f"write {what} (.csv or .parquet)")
+    p.add_argument("--trace-out", metavar="FILE.json", help=TRACE_HELP)
     p.set_defaults(func=cmd_sim)
 
     p = sub.add_parser("os", help="run real processes under kernel or user-space policies")
@@ -483,6 +516,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--jobs-out", help="write the per-job table (.csv or .parquet)")
     p.add_argument("--tasks-out", help="write the per-task table (.csv or .parquet)")
+    p.add_argument("--trace-out", metavar="FILE.json", help=TRACE_HELP + "; under the kernel's "
+                   "own policies, built from the placement samples (--load-sample ms apart)")
     p.set_defaults(func=cmd_os)
 
     p = sub.add_parser("theory", help="closed-form mean response time, and quantiles of its "

@@ -37,12 +37,15 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
         raise
 
 
-def check_writable(key: str, path: str | Path) -> None:
-    """Refuses, before any work, a table output that could not be written: a name without
-    .csv or .parquet, or a directory that does not exist or does not take new files."""
+def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE_SUFFIXES,
+                   kind: str = "") -> None:
+    """Refuses, before any work, an output that could not be written: a name without one of
+    `suffixes` (a table's .csv or .parquet by default), or a directory that does not exist or
+    does not take new files."""
     path = Path(path)
-    if path.suffix.lower() not in TABLE_SUFFIXES:
-        raise spec_error(key, str(path), "a file name ending in .csv or .parquet")
+    if path.suffix.lower() not in suffixes:
+        raise spec_error(key, str(path), f"a file name ending in {' or '.join(suffixes)}"
+                         + (f" ({kind})" if kind else ""))
     parent = path.parent
     if not parent.is_dir():
         raise spec_error(key, str(path), f"a file in an existing directory ({parent} is not one)")

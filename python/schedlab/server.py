@@ -491,11 +491,10 @@ def run(spec: dict[str, Any]) -> Result:
 
 def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
             log: pd.DataFrame | None) -> Result:
-    import pandas as pd
-
     from schedlab.results import Result, cut_auto_warmup
 
     jobs = request_table(raw, p, log)
+    schedule = schedule_table(log, raw["summary"]["start_ns"], jobs)
     warmup_time = p.spec.get("warmup_time")
     if warmup_time is not None:
         jobs = jobs[jobs["arrival"] >= float(warmup_time)].reset_index(drop=True)
@@ -505,8 +504,42 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
     ok = jobs[jobs["error"] == 0]
     summary, classes, tasks = _summary(p, ok, jobs, counted, stats)
     return Result(summary=summary, jobs=jobs, classes=classes, tasks=tasks,
-                  schedule=pd.DataFrame(columns=["cpu", "job", "task", "start", "end"]),
-                  spec={"world": "server", **p.spec})
+                  schedule=schedule, spec={"world": "server", **p.spec})
+
+
+SCHEDULE_COLUMNS = ["cpu", "job", "task", "start", "end"]
+
+
+def schedule_table(log: pd.DataFrame | None, start_ns: int,
+                   jobs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The server's turns in the common schedule schema: one row per turn of a request on a
+    worker (`cpu` = the worker, `job` = the request id, `task` = its client or -1), ms since
+    the generator's start, in start order. From the log's `segments` (worker:start_ns:end_ns
+    per turn); the requests the master answered itself (errors) ran on no worker."""
+    import pandas as pd
+
+    if log is None or not len(log) or "segments" not in log:
+        return pd.DataFrame(columns=SCHEDULE_COLUMNS)
+    log = log[log["request_id"] >= 0].drop_duplicates("request_id", keep="last")
+    log = log[log["segments"].notna() & (log["segments"].astype(str) != "")]
+    if not len(log):
+        return pd.DataFrame(columns=SCHEDULE_COLUMNS)
+    turns = log["segments"].astype(str).str.split(";").explode()
+    parts = turns.str.split(":", expand=True).astype(np.int64)
+    request = log["request_id"].astype(np.int64).reindex(turns.index).to_numpy()
+    client = np.full(len(request), -1, dtype=np.int64)
+    if jobs is not None and len(jobs):
+        by_id = dict(zip(jobs["job"].astype(np.int64), jobs["client"].astype(np.int64),
+                         strict=True))
+        client = np.array([by_id.get(int(r), -1) for r in request], dtype=np.int64)
+    out = pd.DataFrame({
+        "cpu": parts[0].to_numpy(dtype=np.int64),
+        "job": request,
+        "task": client,
+        "start": (parts[1].to_numpy() - start_ns) / 1e6,
+        "end": (parts[2].to_numpy() - start_ns) / 1e6,
+    })
+    return out.sort_values(["start", "cpu"], kind="stable").reset_index(drop=True)
 
 
 def request_table(raw: dict[str, Any], p: Plan | None = None,

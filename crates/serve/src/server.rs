@@ -102,6 +102,27 @@ pub struct Record {
     pub switches: u32,
     pub workers: u32,
     pub path: String,
+    /// Every pass of a worker over the request, `worker:start_ns:end_ns` separated by `;` (one
+    /// CSV field): which worker served it when. Passes of one worker with no other request
+    /// between them are one of `turns` but separate segments here; their times add up to
+    /// `service_ns`.
+    #[serde(serialize_with = "segments_field")]
+    pub segments: Vec<crate::worker::Segment>,
+}
+
+fn segments_field<S: serde::Serializer>(
+    segments: &[crate::worker::Segment],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use std::fmt::Write;
+    let mut text = String::with_capacity(segments.len() * 32);
+    for (i, (w, a, b)) in segments.iter().enumerate() {
+        if i > 0 {
+            text.push(';');
+        }
+        let _ = write!(text, "{w}:{a}:{b}");
+    }
+    s.serialize_str(&text)
 }
 
 /// What the master shares with the workers.
@@ -672,6 +693,8 @@ impl Server {
             switches: 0,
             first_worker: -1,
             workers: Vec::new(),
+            last_worker: -1,
+            segments: Vec::new(),
         });
         conn.busy.store(true, SeqCst);
         if more {
@@ -725,6 +748,7 @@ impl Server {
                 switches: 0,
                 workers: 0,
                 path: path.unwrap_or("").to_string(),
+                segments: Vec::new(),
             });
         }
         let e = self.entries[t].as_mut().expect("live entry");

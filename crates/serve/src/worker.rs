@@ -49,7 +49,14 @@ pub struct Job {
     pub switches: u32,
     pub first_worker: i32,
     pub workers: Vec<u16>,
+    /// The worker that ran its last turn (-1: none yet).
+    pub last_worker: i32,
+    /// Every pass of a worker over it (worker, start ns, end ns), kept only while the log is on.
+    pub segments: Vec<Segment>,
 }
+
+/// One pass of a worker over a request: (worker, start ns, end ns) on the server's clock.
+pub type Segment = (u16, u64, u64);
 
 enum Outcome {
     Done,
@@ -73,12 +80,14 @@ pub fn run(sh: Arc<Shared>, w: usize, log: Option<Sender<Record>>) {
             job.first_run_ns = t0;
             job.first_worker = w as i32;
         }
-        if job.turns == 0 || last_seq != job.seq {
+        // A new turn unless this worker goes on with the request it ran last, and ran it last.
+        if job.turns == 0 || last_seq != job.seq || job.last_worker != w as i32 {
             if job.turns > 0 {
                 job.switches += 1;
             }
             job.turns += 1;
         }
+        job.last_worker = w as i32;
         if !job.workers.contains(&(w as u16)) {
             job.workers.push(w as u16);
         }
@@ -100,6 +109,9 @@ pub fn run(sh: Arc<Shared>, w: usize, log: Option<Sender<Record>>) {
         .unwrap_or(Outcome::Abort);
         let t1 = now_ns();
         job.service_ns += t1 - t0;
+        if log.is_some() {
+            job.segments.push((w as u16, t0, t1));
+        }
         sh.busy_ns[w].fetch_add(t1 - t0, Ordering::Relaxed);
         let id = turn.id;
         done = Some(match outcome {
@@ -143,6 +155,7 @@ fn finish(sh: &Shared, log: Option<&Sender<Record>>, job: Job, ok: bool, t: u64)
             switches: job.switches,
             workers: job.workers.len() as u32,
             path: String::from_utf8_lossy(&job.path).into_owned(),
+            segments: job.segments,
         });
     }
     if ok && job.keep_alive && !sh.draining.load(Ordering::Relaxed) {

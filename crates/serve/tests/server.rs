@@ -471,4 +471,50 @@ fn round_robin_turns_are_packets_of_lines() {
     for row in &rows {
         assert_eq!((row.1, row.2), (5, 4), "{row:?}");
     }
+    // The log's segments: one per turn on worker 0, from the first run to the completion,
+    // adding up to the service; the two requests' turns alternate without overlapping.
+    let mut all = Vec::new();
+    for (path, service, first, completion, segments) in log_segments(&log) {
+        assert_eq!(segments.len(), 5, "{path}: {segments:?}");
+        assert!(
+            segments.iter().all(|s| s.0 == 0 && s.1 <= s.2),
+            "{segments:?}"
+        );
+        assert_eq!(segments[0].1, first);
+        assert_eq!(segments[4].2, completion);
+        assert_eq!(segments.iter().map(|s| s.2 - s.1).sum::<u64>(), service);
+        all.extend(segments.into_iter().map(|s| (s.1, s.2, path.clone())));
+    }
+    all.sort();
+    for pair in all.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "overlap: {pair:?}");
+        assert_ne!(pair[0].2, pair[1].2, "not alternating: {pair:?}");
+    }
+}
+
+/// Reads the server's CSV log into (path, service_ns, first_run_ns, completion_ns, segments
+/// as (worker, start_ns, end_ns)).
+#[allow(clippy::type_complexity)]
+fn log_segments(path: &Path) -> Vec<(String, u64, u64, u64, Vec<(u16, u64, u64)>)> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    r.deserialize::<std::collections::HashMap<String, String>>()
+        .map(|row| {
+            let row = row.unwrap();
+            let segments = row["segments"]
+                .split(';')
+                .filter(|s| !s.is_empty())
+                .map(|s| {
+                    let f: Vec<u64> = s.split(':').map(|x| x.parse().unwrap()).collect();
+                    (f[0] as u16, f[1], f[2])
+                })
+                .collect();
+            (
+                row["path"].clone(),
+                row["service_ns"].parse().unwrap(),
+                row["first_run_ns"].parse().unwrap(),
+                row["completion_ns"].parse().unwrap(),
+                segments,
+            )
+        })
+        .collect()
 }

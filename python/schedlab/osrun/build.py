@@ -241,11 +241,7 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
                "cpu": -1 if rt[i]["home_cpu"] is None else int(rt[i]["home_cpu"])}
               for i in range(n)]
 
-    seg = raw["segments"]
-    schedule = pd.DataFrame({
-        "cpu": seg["cpu"], "job": [math.nan] * len(seg["cpu"]), "task": seg["task"],
-        "start": seg["start"], "end": seg["end"],
-    }, columns=["cpu", "job", "task", "start", "end"])
+    schedule = _schedule(raw["segments"], jobs)
 
     load = _load(raw, plan)
     cpus = plan["cpus"]
@@ -272,7 +268,40 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
     result.placement = pd.DataFrame(raw["samples"], columns=["t", "task", "cpu", "state"])
     result.load = load
     result.load_series = load_series(load)
+    # The placement samples' period (ms; None: sampling off), for a trace drawn from them.
+    result.sample_period_ms = plan.get("sample")
     return result
+
+
+def _schedule(seg: dict[str, Any], jobs: pd.DataFrame) -> pd.DataFrame:
+    """The dispatcher's run segments (which task ran on which CPU, when) with the job each
+    stretch belongs to: a segment in which the task's next job began (no think time, so no
+    block between them) is split there, and each piece belongs to the task's latest job begun
+    by its start (the tail after a completion, until the dispatcher sees the task block, is
+    the job's). `job` is NaN before a task's first job. Empty under the kernel's policies."""
+    columns = ["cpu", "job", "task", "start", "end"]
+    cpu = np.asarray(seg["cpu"], dtype=np.int64)
+    task = np.asarray(seg["task"], dtype=np.int64)
+    start = np.asarray(seg["start"], dtype=float)
+    end = np.asarray(seg["end"], dtype=float)
+    if not len(cpu):
+        return pd.DataFrame(columns=columns)
+    arrivals: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for t, g in jobs.groupby("client", sort=False):
+        g = g.sort_values("arrival", kind="stable")
+        arrivals[int(t)] = (g["arrival"].to_numpy(dtype=float),
+                            g["job"].to_numpy(dtype=float))
+    rows: list[tuple[int, float, int, float, float]] = []
+    empty = (np.zeros(0), np.zeros(0))
+    for c, t, a, b in zip(cpu.tolist(), task.tolist(), start.tolist(), end.tolist(),
+                          strict=True):
+        times, ids = arrivals.get(t, empty)
+        inside = times[(times > a) & (times < b)]
+        bounds = [a, *inside.tolist(), b]
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            k = int(np.searchsorted(times, lo, side="right")) - 1
+            rows.append((c, float(ids[k]) if k >= 0 else math.nan, t, lo, hi))
+    return pd.DataFrame(rows, columns=columns)
 
 
 def load_series(load: pd.DataFrame) -> pd.DataFrame:
