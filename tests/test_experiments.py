@@ -525,3 +525,25 @@ def test_a_failing_run_fails_the_sweep_and_a_rerun_retries_only_it(tmp_path, mon
     assert len(res.summaries) == 12 and res.manifest["status"] == "complete"
     for name, mtime in kept.items():
         assert (out / "runs" / name).stat().st_mtime_ns == mtime  # not run again
+
+
+def test_an_experiments_time_unit_labels_its_tables_and_is_refused_for_real_worlds(tmp_path):
+    # Issue 13: xv6's files count time in ticks; their tables and plots must not say ms.
+    base = {"experiment": {"name": "ticks", "unit": "tick", "keep_jobs": False},
+            "workload": {"load": 0.5, "size": "exp:4", "jobs": 2000},
+            "policy": [{"name": "fcfs"}]}
+    res = schedlab.run(base, out=tmp_path / "ticks")
+    assert res.time_unit == "tick"
+    html = res._repr_html_()
+    assert "response mean (tick) [95% interval]" in html and "(ms)" not in html
+    # The numbers are the simulator's, unit-free: M/M/1 at load 0.5, mean size 4: 8 ticks.
+    assert res.stats.query("metric == 'response_mean'")["theory"].iloc[0] == \
+        pytest.approx(8.0, rel=1e-9)
+    assert schedlab.run({**base, "experiment": {"name": "ms", "keep_jobs": False}},
+                        out=tmp_path / "ms").time_unit == "ms"
+    with pytest.raises(schedlab.SpecError, match="experiment.unit = tick"):
+        ex.load({**base, "experiment": {"name": "x", "unit": "tick", "world": ["sim", "os"]}})
+    from schedlab.vocabulary import in_time_unit
+
+    assert [in_time_unit(u, "tick") for u in ("ms", "jobs/ms", "ratio")] == \
+        ["tick", "jobs/tick", "ratio"]

@@ -92,6 +92,12 @@ class ExperimentFields(Strict):
         "\"first\" or false")
     job_rows: int = Field(100_000, ge=0, description="at most this many per-job rows stored per "
                           "run, an even systematic sample in arrival order; 0 = all")
+    unit: str = Field("ms", min_length=1, max_length=16, description="the unit of the file's "
+                      "times (sizes, think and arrival times, quanta, time) and so of every "
+                      "time in its tables and plots: ms, or in the simulator, whose times are "
+                      "plain numbers, another one (tick for xv6, s, us); give such a file every "
+                      "time explicitly (defaults such as RR's quantum of 10 are meant as ms). "
+                      "The server and os worlds measure ms")
 
 
 class PolicyEntry(BaseModel):
@@ -453,6 +459,11 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
                                     else [world_list]))
     if not world_list:
         raise spec_error("experiment.world", "[]", "at least one world")
+    real = [w for w in world_list if w != "sim"]
+    if config.experiment.unit != "ms" and real:
+        raise spec_error("experiment.unit", config.experiment.unit,
+                         f"ms: the {' and '.join(real)} world(s) measure real time in ms "
+                         "(another unit in the simulator only)")
     exp = Experiment(name=name, worlds=world_list, raw=raw, config=config,
                      base_dir=base_dir, source=src, quick=quick)
     if check_world:

@@ -22,7 +22,7 @@ from schedlab.results import (
     number_text,
     plural,
 )
-from schedlab.vocabulary import DEFAULT_SEED, spec_error
+from schedlab.vocabulary import DEFAULT_SEED, in_time_unit, spec_error
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -116,6 +116,11 @@ class Results:
                 f"{skipped} of {spread('jobs', 'job')} on {spread('cpus', 'CPU')}, "
                 f"seed {seed}; in {self.dir}")
 
+    @property
+    def time_unit(self) -> str:
+        """The experiment's unit of time (`[experiment] unit`; ms unless the file says)."""
+        return str(self.manifest.get("experiment", {}).get("experiment", {}).get("unit", "ms"))
+
     def __repr__(self) -> str:
         return f"<Results {self._line()}>"
 
@@ -131,10 +136,12 @@ class Results:
         metrics = [m for m in SHOWN_METRICS if (stats["metric"] == m).any()]
         theory = stats[(stats["metric"] == "response_mean") & stats["theory"].notna()] \
             if "theory" in stats else stats.iloc[:0]
+        unit = self.time_unit
         header = [("policy" if k == "label" else k) for k in by] + \
-            [f"{LABELS[m]} ({UNITS[m]}) [95% interval]" for m in metrics]
+            [f"{LABELS[m]} ({in_time_unit(UNITS[m], unit)}) [95% interval]" for m in metrics]
         if len(theory):
-            header.append(f"theory: {LABELS['response_mean']} ({UNITS['response_mean']})")
+            header.append(f"theory: {LABELS['response_mean']} "
+                          f"({in_time_unit(UNITS['response_mean'], unit)})")
         cells: dict[tuple, dict[str, str]] = {}
         for _, r in stats[stats["metric"].isin(metrics)].iterrows():
             ci = (r["ci_low"], r["ci_high"])

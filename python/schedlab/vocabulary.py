@@ -23,7 +23,7 @@ from schedlab._core import SpecError
 __all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", "spec_error",
            "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
            "param_value", "as_dist", "cpu_list", "DEFAULT_SEED", "replication_seed",
-           "replication_count", "SUMMARY_UNITS", "summary_units"]
+           "replication_count", "SUMMARY_UNITS", "summary_units", "in_time_unit"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,14 @@ def summary_units(summary: dict[str, Any]) -> dict[str, str]:
     """The units of a summary's keys (those the core declares; a world's own extras have
     theirs in its docs)."""
     return {k: SUMMARY_UNITS[k] for k in summary if k in SUMMARY_UNITS}
+
+
+def in_time_unit(unit: str, time_unit: str = "ms") -> str:
+    """A summary unit in an experiment's time unit (`[experiment] unit`): ms becomes it, and
+    jobs/ms jobs per it; other units stay."""
+    if time_unit == "ms":
+        return unit
+    return {"ms": time_unit, "jobs/ms": f"jobs/{time_unit}"}.get(unit, unit)
 
 
 # The core's `seed` when none is given (a test checks that the two agree).
