@@ -3,20 +3,24 @@ Chromium (Debian's chromium package, installed by `make setup`)."""
 
 from __future__ import annotations
 
+import html as html_lib
+import json
 import math
 import re
 import shutil
 import subprocess
 import tempfile
+import tomllib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import schedlab
 from conftest import ROOT
 from schedlab import experiment as ex
 from schedlab import worlds
-from schedlab.report import make_report, unprecise_runs, world_gap
+from schedlab.report import make_report, report_context, unprecise_runs, world_gap
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -68,6 +72,199 @@ def render(html: Path, *args: str) -> subprocess.CompletedProcess:
                               capture_output=True, text=True, timeout=120)
 
 
+# ---------------------------------------------------------------------------------------------
+# Geometry of the page as Chromium lays it out
+# ---------------------------------------------------------------------------------------------
+
+# Run in the page (a copy of the report with this script at its end): the boxes, in CSS pixels
+# of the page, of every legend, legend swatch, data mark (lines, markers, bars, bands: the ids
+# tag_figure gives them, each drawn element clipped to its axes) and axis label of every
+# figure; written as JSON into a hidden element that --dump-dom prints.
+GEOMETRY_JS = r"""
+(() => {
+  const MARKS = ["data-", "theory-", "warmup-end"];
+  const DRAWN = "path, use, rect, polygon, polyline, line, circle, ellipse";
+  const box = r => ({x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height});
+  const leaves = g => [...g.querySelectorAll(DRAWN)].filter(e => !e.closest("defs"));
+  function clipBox(el) {  // the axes a mark is clipped to, in page pixels
+    const holder = el.closest("[clip-path]");
+    const m = holder && /url\(#([^)]+)\)/.exec(holder.getAttribute("clip-path"));
+    const rect = m && document.getElementById(m[1])?.querySelector("rect");
+    if (!rect) return null;
+    const [x, y, w, h] = ["x", "y", "width", "height"].map(a => +rect.getAttribute(a));
+    const ctm = holder.getScreenCTM();
+    const p = [[x, y], [x + w, y], [x, y + h], [x + w, y + h]]
+      .map(([a, b]) => new DOMPoint(a, b).matrixTransform(ctm));
+    const xs = p.map(q => q.x + scrollX), ys = p.map(q => q.y + scrollY);
+    return {x: Math.min(...xs), y: Math.min(...ys),
+            w: Math.max(...xs) - Math.min(...xs), h: Math.max(...ys) - Math.min(...ys)};
+  }
+  function meet(a, b) {
+    const x = Math.max(a.x, b.x), y = Math.max(a.y, b.y);
+    const w = Math.min(a.x + a.w, b.x + b.w) - x, h = Math.min(a.y + a.h, b.y + b.h) - y;
+    return w > 0 && h > 0 ? {x, y, w, h} : null;
+  }
+  function paint(el) {  // stroke or fill colour, its opacity, the stroke width in pixels
+    const cs = getComputedStyle(el);
+    let alpha = 1;
+    for (let e = el; e && e.tagName !== "svg"; e = e.parentElement)
+      alpha *= +getComputedStyle(e).opacity;
+    const scale = Math.abs(el.getScreenCTM()?.a || 1);
+    const sw = cs.stroke !== "none" ? parseFloat(cs.strokeWidth) * scale : 0;
+    const stroked = sw > 0 && +cs.strokeOpacity > 0;
+    const colour = stroked ? cs.stroke : cs.fill;
+    const rgb = (colour.match(/[\d.]+/g) || []).slice(0, 3).map(Number);
+    const own = stroked ? +cs.strokeOpacity : +cs.fillOpacity;
+    return {rgb, alpha: alpha * own, sw, painted: colour !== "none" && rgb.length === 3};
+  }
+  function hit(el, r) {  // is the element on top somewhere in its box?
+    for (let i = 0; i < 7; i++) for (let j = 0; j < 3; j++) {
+      const x = r.x - scrollX + r.w * (i + 0.5) / 7, y = r.y - scrollY + r.h * (j + 0.5) / 3;
+      const top = document.elementFromPoint(x, y);
+      if (top && (top === el || el.contains(top))) return true;
+    }
+    return false;
+  }
+  scrollTo(0, 0);
+  const figures = [...document.querySelectorAll("figure[data-plot]")].map(fig => {
+    const svg = fig.querySelector("svg.plot");
+    const marks = [];
+    for (const g of svg.querySelectorAll("[id]")) {
+      if (!MARKS.some(p => g.id.startsWith(p))) continue;
+      const rects = [];
+      for (const el of leaves(g)) {
+        const r = box(el.getBoundingClientRect()), pad = Math.max(paint(el).sw / 2, 0.5);
+        const grown = {x: r.x - pad, y: r.y - pad, w: r.w + 2 * pad, h: r.h + 2 * pad};
+        const clip = clipBox(el);
+        const seen = clip ? meet(grown, clip) : grown;
+        if (seen) rects.push(seen);
+      }
+      marks.push({id: g.id, rects});
+    }
+    const legends = [...svg.querySelectorAll('[id^="legend-"]')].map(g => ({
+      id: g.id, box: box(g.getBoundingClientRect()),
+      entries: g.querySelectorAll('[id^="legendtext-"]').length,
+      swatches: [...g.querySelectorAll('[id^="swatch-"]')].map(s => {
+        const r = box(s.getBoundingClientRect());
+        const p = leaves(s).map(paint).find(q => q.painted) || {rgb: [], alpha: 0, sw: 0};
+        return {id: s.id, box: r, rgb: p.rgb, alpha: p.alpha, sw: p.sw,
+                area: (r.w + p.sw) * (r.h + p.sw)};
+      }),
+    }));
+    const labels = [...svg.querySelectorAll('[id^="axislabel-"]')]
+      .map(t => ({id: t.id, text: t.textContent.trim()}));
+    return {plot: fig.dataset.plot, svg: box(svg.getBoundingClientRect()), marks, legends,
+            labels};
+  });
+  // Hit tests scroll each swatch into view: elementFromPoint sees only the viewport.
+  for (const f of figures) for (const l of f.legends) for (const s of l.swatches) {
+    const el = document.getElementById(s.id);
+    el.scrollIntoView({block: "center"});
+    s.hit = hit(el, box(el.getBoundingClientRect()));
+  }
+  scrollTo(0, 0);
+  const out = document.createElement("pre");
+  out.id = "geometry";
+  out.hidden = true;
+  out.textContent = JSON.stringify({width: innerWidth,
+                                    height: document.documentElement.scrollHeight, figures});
+  document.body.appendChild(out);
+})();
+"""
+
+WIDTH = 1400  # CSS pixels of the window (scale factor 1): the screenshots' width
+# An axis label ends in its unit: "(ms)", "(jobs/ms)", "(ratio; 1 = fair)", "(% of it)".
+UNITS = {"ms", "jobs/ms", "ratio", "count", "jobs", "%", "name", "bytes", "per"}
+
+
+def geometry(html: Path, tmp: Path, screenshot: Path | None = None,
+             height: int = 1000) -> dict:
+    """The page's geometry (GEOMETRY_JS) as Chromium lays out a copy of the report, with a
+    screenshot of the whole window when asked (the same layout: same width, no scrollbar)."""
+    page = tmp / f"geometry-{html.stem}.html"
+    text = html.read_text()
+    assert "<script" not in text  # the report itself has none: the test adds its own
+    page.write_text(text.replace("</body>", f"<script>{GEOMETRY_JS}</script></body>"))
+    args = ["--dump-dom", "--hide-scrollbars", "--force-device-scale-factor=1",
+            f"--window-size={WIDTH},{height}"]
+    if screenshot is not None:
+        args.append(f"--screenshot={screenshot}")
+    r = render(page, *args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    m = re.search(r'<pre id="geometry" hidden="">(.*?)</pre>', r.stdout, re.S)
+    assert m, r.stdout[-2000:]
+    return json.loads(html_lib.unescape(m[1]))
+
+
+def check_geometry(geo: dict, time_unit: str = "ms") -> dict[str, int]:
+    """The rules of every figure, by geometry: no legend box over a drawn mark, each legend
+    inside its figure with one visible swatch per entry, every axis label with its unit (a
+    time in the experiment's `time_unit`). Returns the number of legends of each plot."""
+    units = UNITS | {time_unit, f"jobs/{time_unit}"}
+    if time_unit != "ms":
+        units -= {"ms", "jobs/ms"}
+    assert geo["width"] == WIDTH
+    legends = {}
+    for fig in geo["figures"]:
+        plot, svg = fig["plot"], fig["svg"]
+        assert svg["w"] > 300 and svg["h"] > 150, (plot, svg)
+        ids = [m["id"] for m in fig["marks"] for _ in m["rects"]]
+        rects = np.array([[r["x"], r["y"], r["x"] + r["w"], r["y"] + r["h"]]
+                          for m in fig["marks"] for r in m["rects"]]).reshape(-1, 4)
+        assert len(rects) >= 3, (plot, fig["marks"])  # it draws something, found by its ids
+        for leg in fig["legends"]:
+            b = leg["box"]
+            # Whole, inside its figure (not cut off), and over no mark of it.
+            assert b["w"] > 20 and b["h"] > 8, (plot, leg["id"], b)
+            assert b["x"] >= svg["x"] - 1 and b["x"] + b["w"] <= svg["x"] + svg["w"] + 1, (plot, b)
+            assert b["y"] >= svg["y"] - 1 and b["y"] + b["h"] <= svg["y"] + svg["h"] + 1, (plot, b)
+            w = np.minimum(rects[:, 2], b["x"] + b["w"]) - np.maximum(rects[:, 0], b["x"])
+            h = np.minimum(rects[:, 3], b["y"] + b["h"]) - np.maximum(rects[:, 1], b["y"])
+            area = np.clip(w, 0, None) * np.clip(h, 0, None)  # of each mark under the legend
+            over = [(ids[i], float(area[i])) for i in np.flatnonzero(area > 0.5)]
+            assert not over, (plot, leg["id"], b, over[:5])
+            assert leg["entries"] >= 1 and len(leg["swatches"]) == leg["entries"], (plot, leg)
+            for sw in leg["swatches"]:
+                # A visible swatch: some area, painted on top, in a colour that is not the
+                # page's white (distance over the three channels, after its opacity).
+                assert sw["area"] >= 6, (plot, sw)
+                assert sw["hit"], (plot, sw)
+                assert len(sw["rgb"]) == 3 and sw["alpha"] >= 0.3, (plot, sw)
+                ink = sw["alpha"] * sum(255 - c for c in sw["rgb"])
+                assert ink >= 60, (plot, sw)
+        legends[plot] = len(fig["legends"])
+        for label in fig["labels"]:
+            unit = re.search(r"\(([^()]+)\)", label["text"])
+            assert unit, (plot, label)
+            head = re.split(r"[;, ]", unit[1].strip())[0]
+            assert head in units, (plot, label)
+    return legends
+
+
+def check_screenshot(shot: Path, geo: dict) -> None:
+    """The screenshot is the page and not blank; each legend swatch shows its colour."""
+    from PIL import Image
+
+    img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert img.shape[:2] == (geo["height"], WIDTH), img.shape
+    ink = (np.abs(img - 255).sum(axis=2) > 60).mean()  # share of pixels that are not white
+    bins = img // 32  # 8 levels a channel
+    colours = len(np.unique(bins[..., 0] * 64 + bins[..., 1] * 8 + bins[..., 2]))
+    assert ink > 0.02, ink
+    assert colours >= 12, colours  # plot colours, not just text
+    for fig in geo["figures"]:
+        for leg in fig["legends"]:
+            for sw in leg["swatches"]:
+                b, pad = sw["box"], 1 + sw["sw"] / 2
+                x0, y0 = int(b["x"] - pad), int(b["y"] - pad)
+                x1 = math.ceil(b["x"] + b["w"] + pad)
+                y1 = math.ceil(b["y"] + b["h"] + pad)
+                patch = img[max(y0, 0):y1 + 1, max(x0, 0):x1 + 1].reshape(-1, 3)
+                want = sw["alpha"] * np.array(sw["rgb"]) + (1 - sw["alpha"]) * 255
+                near = (np.abs(patch - want).sum(axis=1) <= 90).sum()
+                assert near >= 3, (fig["plot"], sw["id"], want.tolist(), near)
+
+
 def test_report_writes_figures_and_one_self_contained_html(small):
     out, html = small
     assert html == out / "report.html"
@@ -113,6 +310,84 @@ def test_chromium_screenshot_is_not_blank(small, tmp_path):
     colours = len(np.unique(img.reshape(-1, 3) // 32, axis=0))
     assert ink > 0.03, ink
     assert colours >= 12, colours  # plot colours, not just text
+
+
+def test_legends_never_cover_data_and_every_axis_has_its_unit(small, tmp_path):
+    _, html = small
+    geo = geometry(html, tmp_path)
+    assert [f["plot"] for f in geo["figures"]] == list(ex.PLOTS)
+    legends = check_geometry(geo)
+    # Every figure that names series has one legend, beside or below its axes; the classes
+    # plot names its bars on the axis.
+    for plot in ("response", "percentiles", "throughput", "fairness", "share", "cdf", "load",
+                 "load_series"):
+        assert legends[plot] == 1, (plot, legends)
+    assert legends["classes"] == 0
+    swatches = {f["plot"]: [len(leg["swatches"]) for leg in f["legends"]]
+                for f in geo["figures"]}
+    assert swatches["load"] == [3]  # Lottery, Stride, FCFS: one swatch each
+    assert swatches["share"] == [4]  # the three policies and the line share = entitlement
+    labels = [lab["text"] for f in geo["figures"] for lab in f["labels"]]
+    for text in ("mean response time (ms)", "throughput (jobs/ms)", "p99 response time (ms)",
+                 "Jain's index (ratio; 1 = fair)", "measured CPU share (ratio)",
+                 "utilisation (ratio)", "response time (ms)", "time (ms)"):
+        assert text in labels, (text, labels)
+    assert len(labels) >= 20
+
+
+def test_the_geometry_checks_fail_on_what_they_must_catch(tmp_path):
+    """The checks above are not vacuous: the load chart as it was (its legend on the bars,
+    RR's green swatch on RR's green bar), an axis label without a unit, and a legend entry
+    without a visible swatch each fail them."""
+    import io
+
+    from schedlab.report import _inline_svg
+    from schedlab.report.plots import plt, tag_figure
+
+    def page_figure(name: str, draw) -> str:
+        fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
+        draw(fig, ax)
+        tag_figure(fig, name)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg")
+        plt.close(fig)
+        return f'<figure class="figure" data-plot="{name}">{_inline_svg(buf.getvalue())}</figure>'
+
+    def over(fig, ax):
+        for i, (label, colour) in enumerate((("FCFS", "C0"), ("PS", "C1"), ("RR", "C2"))):
+            ax.bar([i], [0.95], color=colour, label=label)
+        ax.set_ylabel("utilisation (ratio)")
+        ax.legend(loc="lower right")
+
+    def lines(ax, *widths):
+        for i, lw in enumerate(widths):
+            ax.plot([1, 2, 3], [3 + i, 1 + i, 2 + i], lw=lw, label=["FCFS", "PS", "RR"][i])
+
+    def unit(fig, ax):
+        lines(ax, 1.5, 1.5, 1.5)
+        ax.set_ylabel("mean response time")
+        fig.legend(loc="outside right upper")
+
+    def swatch(fig, ax):
+        lines(ax, 1.5, 1.5, 0)  # RR drawn with zero width: no swatch to see
+        ax.set_ylabel("mean response time (ms)")
+        fig.legend(loc="outside right upper")
+
+    figures = [page_figure("over", over), page_figure("unit", unit),
+               page_figure("swatch", swatch)]
+    page = tmp_path / "bad.html"
+    page.write_text("<!DOCTYPE html><html><body>" + "".join(figures) + "</body></html>")
+    geo = geometry(page, tmp_path)
+    found = {f["plot"]: f for f in geo["figures"]}
+    assert sorted(found) == ["over", "swatch", "unit"]
+    for name, needle in (("over", "data-over-0-"), ("unit", "mean response time"),
+                         ("swatch", "swatch-swatch-0-2")):
+        with pytest.raises(AssertionError) as caught:
+            check_geometry({**geo, "figures": [found[name]]})
+        assert needle in str(caught.value), (name, str(caught.value)[:500])
+    # RR's swatch on RR's bar is painted on top, in its colour: only the overlap tells.
+    rr = found["over"]["legends"][0]["swatches"][2]
+    assert rr["hit"] and rr["area"] > 50 and rr["rgb"] == [44, 160, 44]
 
 
 def test_numbers_in_the_report_are_the_results(small):
@@ -232,3 +507,230 @@ def test_theory_for_percentiles_intervals_of_one_run_and_the_precision_warning(t
     assert "theory-cdf-SRPT" not in cdf
     series = re.search(r'<figure[^>]*data-plot="load_series".*?</figure>', html, re.S)[0]
     assert series.count('id="warmup-end"') >= 1 and "end of the warm-up" in series
+
+
+# ---------------------------------------------------------------------------------------------
+# Three studies, rendered and photographed
+# ---------------------------------------------------------------------------------------------
+
+STUDIES = {"xv6": "xv6/priority.toml", "convoy": "convoy/experiment.toml",
+           "rr-ps-fcfs": "rr-ps-fcfs/experiment.toml"}
+
+
+def sim_only(path: Path) -> Path | dict:
+    """The file, or its simulator world alone when it also names a real one (server, os):
+    the same sections as a dict, relative files made absolute, other worlds' tables left out."""
+    if ex.load(path, quick=True).worlds == ["sim"]:
+        return path
+    raw = tomllib.loads(path.read_text())
+    raw["experiment"]["world"] = "sim"
+    raw.pop("worlds", None)
+    raw.get("quick", {}).pop("worlds", None)
+    if isinstance(raw["workload"].get("trace"), str):
+        raw["workload"]["trace"] = str(path.parent / raw["workload"]["trace"])
+    return raw
+
+
+def study_report(study: str, tmp_path: Path) -> tuple[Path, dict, Path]:
+    """Runs a study --quick in the simulator, reports it, and renders the report in Chromium
+    twice: to learn the page's height, then to photograph all of it."""
+    out = tmp_path / study
+    schedlab.run(sim_only(ROOT / "experiments" / STUDIES[study]), out=out, quick=True)
+    html = make_report(out)
+    height = geometry(html, tmp_path)["height"]
+    shot = tmp_path / f"{study}.png"
+    geo = geometry(html, tmp_path, screenshot=shot, height=height)
+    assert geo["height"] == height
+    return html, geo, shot
+
+
+@pytest.mark.parametrize("study", sorted(STUDIES))
+def test_screenshot_of_a_study_with_the_geometry_checks(study, tmp_path):
+    html, geo, shot = study_report(study, tmp_path)
+    # xv6's files count in timer ticks ([experiment] unit): no axis may say ms there.
+    legends = check_geometry(geo, "tick" if study == "xv6" else "ms")
+    check_screenshot(shot, geo)
+    figures = {f["plot"]: f for f in geo["figures"]}
+    swatches = {p: [len(leg["swatches"]) for leg in f["legends"]] for p, f in figures.items()}
+    text = html.read_text()
+    if study == "rr-ps-fcfs":
+        # Throughput is 0.04764 jobs/ms for every policy and quantum: left out, with why.
+        assert list(figures) == ["response", "percentiles", "cdf", "fairness", "load"]
+        flat = re.search(r'<p class="flat" data-plot="throughput">(.*?)</p>', text, re.S)
+        assert flat and "jobs/ms" in flat[1], text[-3000:]
+        spread = float(re.search(r"within ([\d.e-]+)% of each other", flat[1])[1])
+        assert spread < 0.01
+        # One CDF panel per quantum (5, 10, 20 ms), FCFS's theory in each of them.
+        marks = {m["id"] for m in figures["cdf"]["marks"]}
+        assert {f"theory-cdf-FCFS-p{p}" for p in range(3)} <= marks
+        assert {f"theory-cdf-PS-p{p}" for p in range(3)} <= marks
+        # FCFS, PS and RR in the load chart, RR's swatch as visible as the others.
+        assert swatches["load"] == [3]
+    elif study == "convoy":
+        assert list(figures) == ["classes", "gantt", "cdf", "response", "load"]
+        assert swatches["load"] == [2] and swatches["cdf"] == [2]  # FCFS and SFF
+        assert legends["classes"] == 0
+    else:
+        assert list(figures) == ["response", "throughput", "classes", "percentiles", "gantt",
+                                 "load"]
+        assert swatches["load"] == [4]  # xv6 priority, no aging, fast aging, RR
+        assert swatches["response"] == [12]  # 4 policies x 3 traces (--quick)
+        assert swatches["gantt"] == [1]  # preempted
+        labels = [lb["text"] for f in geo["figures"] for lb in f["labels"]]
+        assert "mean response time (tick)" in labels and "time (tick)" in labels, labels
+    expected = {"rr-ps-fcfs": {"response": 1, "percentiles": 1, "cdf": 1, "fairness": 1,
+                               "load": 1},
+                "convoy": {"classes": 0, "gantt": 0, "cdf": 1, "response": 0, "load": 1},
+                "xv6": {"response": 1, "throughput": 1, "classes": 0, "percentiles": 1,
+                        "gantt": 1, "load": 1}}
+    assert legends == expected[study]
+
+
+# ---------------------------------------------------------------------------------------------
+# Small multiples, near-flat measures, units
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cdf_small_multiples_spread_over_a_long_sweep(tmp_path):
+    from schedlab.report import report_context
+    from schedlab.report.plots import cdf, cdf_points
+
+    # Nine points: six panels, the first and the last among them, report.point kept.
+    assert cdf_points(3) == [0, 1, 2]
+    assert cdf_points(9) == [0, 2, 3, 5, 6, 8]
+    assert cdf_points(9, keep=4) == [0, 2, 4, 5, 6, 8]
+    assert cdf_points(40) == [0, 8, 16, 23, 31, 39]
+    loads = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    d = {"experiment": {"name": "nine", "seed": 4, "keep_jobs": True},
+         "workload": {"load": 0.5, "size": "exp:1", "jobs": 400},
+         "policy": [{"name": "fcfs"}, {"name": "ps"}],
+         "sweep": {"workload.load": loads}}
+    out = tmp_path / "nine"
+    schedlab.run(d, out=out)
+    plot = cdf(report_context(schedlab.load_results(out)))
+    axes = [ax for ax in plot.figure.axes if ax.get_visible()]
+    assert len(axes) == 6  # 2 rows of 3; nothing else drawn
+    assert [ax.get_title(loc="left") for ax in axes] == \
+        [f"load = {loads[p]:g}" for p in (0, 2, 3, 5, 6, 8)]
+    # Shared axes: the same limits in every panel, so panels compare at a glance.
+    assert len({ax.get_xlim() for ax in axes}) == 1 and len({ax.get_ylim() for ax in axes}) == 1
+    for ax, p in zip(axes, (0, 2, 3, 5, 6, 8), strict=True):
+        gids = {ln.get_gid() for ln in ax.lines}
+        assert {f"theory-cdf-FCFS-p{p}", f"theory-cdf-PS-p{p}"} <= gids  # M/M/1 FCFS and PS
+        measured = [ln for ln in ax.lines if ln.get_label() in ("FCFS", "PS")]
+        assert len(measured) == 2 and all(len(ln.get_xdata()) == 400 for ln in measured)
+    # Each panel is its own point: FCFS's median response grows with the load, and at load
+    # 0.1 it is M/M/1's ln 2 / (1 - 0.1) = 0.770 ms (0.741 in these 400 jobs).
+    medians = []
+    for ax in axes:
+        (fcfs,) = [ln for ln in ax.lines if ln.get_label() == "FCFS"]
+        medians.append(float(np.interp(0.5, fcfs.get_ydata(), fcfs.get_xdata())))
+    assert medians == sorted(medians) and medians[-1] > 4 * medians[0]
+    assert medians[0] == pytest.approx(math.log(2) / 0.9, rel=0.1)
+    assert "6 of the 9 points" in plot.caption and "points 0, 2, 3, 5, 6 and 8" in plot.caption
+    assert len(plot.figure.legends) == 1
+    assert [t.get_text() for t in plot.figure.legends[0].texts] == \
+        ["FCFS", "PS", "FCFS: theory", "PS: theory"]
+    plt_close(plot)
+
+
+def plt_close(plot) -> None:
+    from schedlab.report.plots import plt
+
+    plt.close(plot.figure)
+
+
+class _Stats:
+    """The part of schedlab.Results a metric plot reads, from a stats table by hand."""
+
+    def __init__(self, rows: list[tuple]):
+        cols = ["world", "point", "workload.load", "label", "mean", "ci_low", "ci_high"]
+        st = pd.DataFrame(rows, columns=cols)
+        self.st = st.assign(half_width=(st["ci_high"] - st["ci_low"]) / 2, theory=math.nan)
+        self.labels = list(dict.fromkeys(st["label"]))
+        self.sweep_keys = ["workload.load"]
+        self.summaries = pd.DataFrame({"world": ["sim"], "throughput": [1.0]})
+        self.manifest = {"experiment": {}, "points": [{"workload.load": 0.5},
+                                                      {"workload.load": 0.7}]}
+
+    def metric(self, name: str) -> pd.DataFrame:
+        return self.st
+
+
+def _ctx(rows):
+    from schedlab.experiment import ReportFields
+    from schedlab.report.plots import Context
+
+    return Context(res=_Stats(rows), cfg=ReportFields(), x="workload.load", point=1)
+
+
+def test_near_flat_measures_are_differences_or_left_out_with_their_numbers():
+    from schedlab.report.plots import _metric_axes, flatness, plt, throughput
+
+    def rows(a0, b0, a1, b1, half):
+        return [("sim", 0, 0.5, "A", a0, a0 - half, a0 + half),
+                ("sim", 0, 0.5, "B", b0, b0 - half, b0 + half),
+                ("sim", 1, 0.7, "A", a1, a1 - half, a1 + half),
+                ("sim", 1, 0.7, "B", b1, b1 - half, b1 + half)]
+
+    # 0.6% apart at most, intervals of ±0.1%: near-flat, but A and B differ beyond their
+    # intervals at both points. Drawn as differences from the policies' mean, in %.
+    apart = rows(1.000, 1.004, 1.002, 1.006, 0.001)
+    f = flatness(_Stats(apart).st)
+    assert f is not None and f.apart == 2 and f.spread == pytest.approx(0.006 / 1.003, rel=1e-9)
+    fig, ax = plt.subplots()
+    d = _metric_axes(_ctx(apart), ax, "throughput")
+    assert d.how == "relative"
+    a, b = (ln for ln in ax.lines if ln.get_label() in ("A", "B"))
+    assert a.get_ydata() == pytest.approx([-100 * 0.002 / 1.002, -100 * 0.002 / 1.004])
+    assert b.get_ydata() == pytest.approx([100 * 0.002 / 1.002, 100 * 0.002 / 1.004])
+    assert ax.get_ylabel() == "throughput − mean of the policies (% of it)"
+    plt.close(fig)
+    # The same means with intervals of ±1%: every policy within its interval of the others.
+    # Left out, the reason and the numbers written in its place.
+    inside = rows(1.000, 1.004, 1.002, 1.006, 0.01)
+    assert flatness(_Stats(inside).st).apart == 0
+    plot = throughput(_ctx(inside))
+    assert plot.figure is None and plot.note is None
+    assert "within 0.6% of each other: 1 to 1.006 jobs/ms (intervals up to ±1%)" in plot.text
+    # 20% apart: not flat, drawn as it is, on its own axis with its unit.
+    wide = rows(1.0, 1.2, 1.1, 1.2, 0.01)
+    assert flatness(_Stats(wide).st) is None
+    plot = throughput(_ctx(wide))
+    assert plot.figure.axes[0].get_ylabel() == "throughput (jobs/ms)"
+    plt_close(plot)
+
+
+def test_axis_units_are_the_vocabularys():
+    from schedlab import vocabulary
+    from schedlab.report.plots import METRICS, sweep_key_unit
+
+    units = vocabulary.SUMMARY_UNITS
+    shared = [k for k in METRICS if k in units]
+    assert len(shared) >= 10
+    for key in shared:
+        assert METRICS[key][1] == units[key], key
+    assert sweep_key_unit("workload.load") == "ratio"
+    assert sweep_key_unit("policy.RR.quantum") == "ms"
+    assert sweep_key_unit("machine.cpus") == "count"
+    assert sweep_key_unit("workload.classes[0].tickets") == "ratio"
+    assert sweep_key_unit("workload.trace") == "name"
+
+
+def test_the_report_writes_each_stored_schedule_as_a_perfetto_trace_and_lists_it(small):
+    # Issue 13: the report points to the schedules it has, as files Perfetto opens.
+    out, html = small
+    listed = re.findall(r"<li><code>(report/traces/(\w+)\.json)</code>: (.*?), ([\d,]+) "
+                        r"slices</li>", html.read_text())
+    res = schedlab.load_results(out)
+    runs = res.summaries.set_index("run")
+    stored = [r for r in runs.index if (out / "runs" / f"{r}.schedule.parquet").exists()]
+    assert len(listed) == min(len(stored), 12) >= 6
+    for path, run, label, slices in listed:
+        data = json.loads((out / path).read_text())
+        rows = len(res.run_table(run, "schedule"))
+        assert int(slices.replace(",", "")) == rows > 0
+        assert sum(e["ph"] == "X" for e in data["traceEvents"]) == rows
+        assert label.startswith(runs.loc[run, "label"])
+    # The runs of the report's point come first.
+    assert runs.loc[listed[0][1], "point"] == report_context(res).point

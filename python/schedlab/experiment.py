@@ -123,8 +123,8 @@ class ReportFields(Strict):
     x_label: str | None = Field(None, description="x-axis label; default the sweep key")
     log_x: bool = Field(False, description="logarithmic x axis")
     theory: bool = Field(True, description="draw closed forms where they exist")
-    point: int | None = Field(None, description="sweep point (index) for the CDF, class, load "
-                              "and Gantt plots; default the last")
+    point: int | None = Field(None, description="sweep point (index) of the class, load and "
+                              "Gantt plots, always among the CDF's panels; default the last")
     gantt_max_segments: int = Field(400, ge=1, description="a run is drawn as a Gantt chart "
                                     "only when it has at most this many run segments")
     gantt_runs: int = Field(6, ge=1, description="at most this many Gantt charts")

@@ -92,6 +92,30 @@ class Results:
         path = self.dir / RUNS / f"{run}.{kind}.parquet"
         return pd.read_parquet(path) if path.exists() else None
 
+    def run_result(self, run: str) -> Any:
+        """One stored run as a Result: its summary row, and the tables it kept (per-job rows,
+        run segments; classes and tasks from the combined tables), e.g. for `schedlab.trace`."""
+        from schedlab.results import Result
+
+        rows = self.summaries[self.summaries["run"] == run]
+        if rows.empty:
+            raise spec_error("run", run, "a run of this results directory")
+        summary = {k: v for k, v in rows.iloc[0].to_dict().items()
+                   if not (isinstance(v, float) and v != v)}
+
+        def of_run(df: pd.DataFrame) -> pd.DataFrame:
+            if df.empty or "run" not in df:
+                return pd.DataFrame()
+            return df[df["run"] == run].reset_index(drop=True)
+
+        spec = next((r.get("spec") or {} for r in self.manifest.get("runs", [])
+                     if r.get("id") == run), {})
+        jobs, schedule = (self.run_table(run, kind) for kind in ("jobs", "schedule"))
+        return Result(summary=summary, jobs=pd.DataFrame() if jobs is None else jobs,
+                      classes=of_run(self.classes), tasks=of_run(self.tasks),
+                      schedule=pd.DataFrame() if schedule is None else schedule,
+                      spec={"world": summary.get("world", "sim"), **spec})
+
     def metric(self, name: str) -> pd.DataFrame:
         """The stats rows of one metric (mean, CI, theory) per world, point and policy."""
         return self.stats[self.stats.metric == name].reset_index(drop=True)

@@ -8,16 +8,17 @@ import io
 import math
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from schedlab.files import atomic_file
-from schedlab.report.plots import PLOTTERS, Context, Plot, plt
+from schedlab.report.plots import PLOTTERS, Context, Plot, plt, tag_figure
 from schedlab.store import load_results
 
-__all__ = ["make_report", "world_gap", "share_gap", "unprecise_runs"]
+__all__ = ["make_report", "report_context", "world_gap", "share_gap", "unprecise_runs"]
 
 OPTIONAL_PLOTS = ("load_series",)
 
@@ -28,15 +29,22 @@ def _config(manifest: dict[str, Any]) -> Any:
     return ReportFields.model_validate(manifest.get("experiment", {}).get("report", {}))
 
 
-def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
-    """Draws every plot the experiment asks for; returns the HTML file's path."""
-    res = load_results(directory)
+def report_context(res: Any) -> Context:
+    """What every plot of a results directory's report is drawn from: the results, the
+    file's [report] table, the sweep key on the x axis and the point of per-point plots."""
     cfg = _config(res.manifest)
     keys = res.sweep_keys
     x = cfg.x if cfg.x in keys else (keys[0] if keys else None)
     npoints = max(len(res.manifest.get("points") or [{}]), 1)
     point = cfg.point if cfg.point is not None and 0 <= cfg.point < npoints else npoints - 1
-    ctx = Context(res=res, cfg=cfg, x=x, point=point)
+    return Context(res=res, cfg=cfg, x=x, point=point)
+
+
+def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
+    """Draws every plot the experiment asks for; returns the HTML file's path."""
+    res = load_results(directory)
+    ctx = report_context(res)
+    cfg = ctx.cfg
     fig_dir = Path(directory) / "report"
     fig_dir.mkdir(exist_ok=True)
     plots: list[Plot] = []
@@ -50,6 +58,7 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
         if plot.figure is None and name in OPTIONAL_PLOTS and not explicit:
             continue
         if plot.figure is not None:
+            tag_figure(plot.figure, name)  # ids for legends, swatches, marks, axis labels
             plot.figure.savefig(fig_dir / f"{name}.png")
             buf = io.StringIO()
             plot.figure.savefig(buf, format="svg")  # rendered once: the file and the page
@@ -59,9 +68,51 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
         plots.append(plot)
     out = Path(html) if html else Path(directory) / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = _html_page(res, cfg, ctx, plots)
+    traces = write_traces(res, ctx, fig_dir / "traces")
+    text = _html_page(res, cfg, ctx, plots, traces)
     with atomic_file(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
+    return out
+
+
+# At most this many runs' schedules are written as Perfetto traces beside the report.
+TRACE_RUNS = 12
+
+
+@dataclass
+class TraceFile:
+    """A run's schedule written as a Chrome/Perfetto trace beside the report."""
+
+    path: Path
+    label: str
+    slices: int
+
+
+def write_traces(res: Any, ctx: Context, directory: Path) -> list[TraceFile]:
+    """The stored schedules (experiment.keep_schedule) as Perfetto trace files: the runs of
+    the report's point first, then the others, at most TRACE_RUNS."""
+    from schedlab.trace import write_trace
+
+    s = res.summaries
+    if s.empty:
+        return []
+    ordered = pd.concat([s[s["point"] == ctx.point], s[s["point"] != ctx.point]])
+    out: list[TraceFile] = []
+    for _, row in ordered.drop_duplicates("run").iterrows():
+        if len(out) >= TRACE_RUNS:
+            break
+        if not (res.dir / "runs" / f"{row['run']}.schedule.parquet").exists():
+            continue
+        result = res.run_result(row["run"])
+        if result.schedule.empty:
+            continue
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{row['run']}.json"
+        meta = write_trace(result, path)
+        coords = ", ".join(f"{k}={row[k]}" for k in res.sweep_keys)
+        label = (f"{row['label']} [{row['world']}]" + (f" ({coords})" if coords else "")
+                 + f", replication {row['replication']}")
+        out.append(TraceFile(path, label, int(meta["slices"])))
     return out
 
 
@@ -84,6 +135,8 @@ figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 13px; max-width
 svg.plot { max-width: 100%; height: auto; display: block; }
 .notes li { color: #8a5300; } .meta td { text-align: left; }
 .off { color: #b00; } .ok { color: #070; }
+p.flat { color: #444; background: #f6f6f6; border-left: 4px solid #bbb; padding: 0.6em 0.9em;
+         max-width: 900px; }
 .warning { color: #7a2e00; background: #fff4e5; border-left: 4px solid #d9480f;
            padding: 0.6em 0.9em; }
 """
@@ -419,7 +472,8 @@ def _reps(m: dict[str, Any]) -> str:
     return str(m.get("replications"))
 
 
-def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot]) -> str:
+def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
+               traces: list[TraceFile] | None = None) -> str:
     m = res.manifest
     exp = m.get("experiment", {}).get("experiment", {})
     title = cfg.title or m.get("name", "schedlab report")
@@ -461,6 +515,10 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot]) -> str:
             parts.append(extra)
     notes = [p.note for p in plots if p.note]
     for p in plots:
+        if p.text:  # left out on purpose (a near-flat measure): why, with its numbers
+            parts.append(f'<h2 id="{_e(p.name)}">{_e(p.title)}</h2>'
+                         f'<p class="flat" data-plot="{_e(p.name)}">{_e(p.text)}</p>')
+            continue
         if p.figure is None and not hasattr(p, "svg"):
             continue
         parts.append(f'<h2 id="{_e(p.name)}">{_e(p.title)}</h2>')
@@ -469,6 +527,15 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot]) -> str:
     if notes:
         parts.append("<h2>Not drawn</h2><ul class=\"notes\">"
                      + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    if traces:
+        # Paths, not links: the page stays self-contained; Perfetto opens a file from disk.
+        parts.append('<h2 id="traces">Schedules in Perfetto</h2><p>Each file is a run\'s '
+                     "schedule as a Chrome/Perfetto trace (a track per CPU, preemptions and "
+                     "migrations as events): open it with <b>Open trace file</b> at "
+                     "ui.perfetto.dev or in chrome://tracing (docs/trace.md).</p>"
+                     '<ul class="traces">' + "".join(
+                         f"<li><code>{_e(str(t.path.relative_to(res.dir)))}</code>: "
+                         f"{_e(t.label)}, {t.slices:,} slices</li>" for t in traces) + "</ul>")
     translation = _notes_html(res)
     if translation:
         parts.append(translation)

@@ -1,13 +1,25 @@
 """The report's figures. Each plotter takes the report context and returns a figure, or a note
-saying why there is nothing to draw; none of them may stop the report."""
+saying why there is nothing to draw; none of them may stop the report.
+
+Rules every figure keeps (tests/test_report.py checks them in Chromium, by geometry):
+- legends stand outside the axes (right, or below when long), so they never cover data, and
+  every entry has a swatch of its own colour on the white page;
+- every axis label ends with its unit in parentheses: `mean response time (ms)`;
+- a measure that hardly varies is not magnified into noise: it is drawn as a difference, on an
+  axis from zero, or left out with the reason and its numbers written in its place;
+- `tag_figure` names what the SVG draws (`legend-*`, `swatch-*`, `data-*`, `axislabel-*`), so
+  that the page can be checked by geometry.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +45,38 @@ plt.rcParams.update({
 CDF_POINTS = 600  # points per CDF line: the shape, not every job
 # Points per theory CDF: a numerically inverted transform costs milliseconds per point.
 THEORY_CDF_POINTS = 150
+CDF_PANELS = 6  # at most this many sweep points get a CDF panel, spread over the sweep
+# A legend with more entries than this goes below the axes, in columns, instead of beside.
+LEGEND_BESIDE = 12
+# Near-flat: every mean of a measure within FLAT of the others (relative to their size). Two
+# means closer than SAME are the same whatever their intervals say.
+FLAT = 0.01
+SAME = 1e-4
+
+# (label, unit) of each summary key drawn against the sweep. The units are the vocabulary's
+# (vocabulary.SUMMARY_UNITS, the sim table's; a test holds them equal); ms stands for the
+# experiment's time unit, which is ms unless the file says otherwise.
+METRICS: dict[str, tuple[str, str]] = {
+    "response_mean": ("mean response time", "ms"),
+    "response_p50": ("median response time", "ms"),
+    "response_p95": ("p95 response time", "ms"),
+    "response_p99": ("p99 response time", "ms"),
+    "wait_mean": ("mean wait", "ms"),
+    "slowdown_mean": ("mean slowdown", "ratio"),
+    "throughput": ("throughput", "jobs/ms"),
+    "utilization": ("utilisation", "ratio"),
+    "utilization_per_cpu": ("utilisation", "ratio"),
+    "runnable_mean_per_cpu": ("runnable jobs", "jobs"),
+    "context_switches": ("context switches", "count"),
+    "migrations": ("migrations", "count"),
+    "jain_slowdown": ("Jain's index over slowdowns", "ratio"),
+    "jain_share": ("Jain's index over share / entitlement", "ratio"),
+}
+# How an axis names the vocabulary's units of keys (schedlab.vocabulary.Key.unit): "time" and
+# "work" are the experiment's time unit (work is milliseconds of CPU in the simulator).
+VOCABULARY_UNITS = {"time": "ms", "work": "ms", "rate": "per ms", "count": "count",
+                    "ratio": "ratio", "cpus": "count", "bytes": "bytes", "text": "name",
+                    "bool": "true/false", "table": "name"}
 
 
 @dataclass
@@ -42,6 +86,9 @@ class Plot:
     caption: str
     figure: Figure | None = None
     note: str | None = None
+    # Written in the figure's place when a measure is left out on purpose (near-flat): why,
+    # with its numbers.
+    text: str | None = None
 
 
 @dataclass
@@ -61,26 +108,59 @@ class Context:
         """Sweep keys other than x: each combination of them is its own line."""
         return [k for k in self.res.sweep_keys if k != self.x]
 
+    @property
+    def time_unit(self) -> str:
+        return self.res.time_unit
+
+    def unit(self, unit: str) -> str:
+        """A unit as drawn: ms becomes the experiment's time unit."""
+        return re.sub(r"\bms\b", self.time_unit, unit)
+
+    def label(self, metric: str) -> str:
+        """An axis label with its unit: `mean response time (ms)`."""
+        name, unit = METRICS.get(metric, (metric.replace("_", " "), "ratio"))
+        return f"{name} ({self.unit(unit)})"
+
+    def x_label(self) -> str:
+        """The x axis: the file's `x_label`, or the sweep key, with the key's unit."""
+        label = self.cfg.x_label or self.x or ""
+        if re.search(r"\([^()]+\)", label):  # the file gave its unit
+            return label
+        return f"{label} ({self.unit(sweep_key_unit(self.x))})" if self.x else label
+
     def series_name(self, world: str, label: str, row: Any) -> str:
         name = label
         if len(self.worlds) > 1:
             name += f" [{world}]"
         for k in self.others:
-            name += f", {k.rsplit('.', 1)[-1]}={_fmt(row[k])}"
+            name += f", {_short_key(k)}={_short(row[k])}"
         return name
 
-    def point_desc(self) -> str:
-        coords = self.res.manifest["points"][self.point] if self.res.manifest["points"] else {}
+    def coords(self, point: int) -> dict[str, Any]:
+        points = self.res.manifest.get("points") or []
+        return points[point] if 0 <= point < len(points) else {}
+
+    def point_desc(self, point: int | None = None) -> str:
+        coords = self.coords(self.point if point is None else point)
         if not coords:
             return ""
         return " at " + ", ".join(f"{k} = {_fmt(v)}" for k, v in coords.items())
+
+    def short_coords(self, point: int) -> str:
+        return ", ".join(f"{_short_key(k)} = {_short(v)}" for k, v in self.coords(point).items())
 
     def colors(self) -> dict[str, Any]:
         cmap = plt.get_cmap("tab10")
         return {lab: cmap(i % 10) for i, lab in enumerate(self.res.labels)}
 
-    def at_point(self, df: pd.DataFrame) -> pd.DataFrame:
-        return df[df["point"] == self.point] if "point" in df else df
+    def markers(self) -> dict[str, str]:
+        """A marker per policy, so lines that coincide stay told apart (and in print)."""
+        shapes = "osD^vPX<>*"
+        return {lab: shapes[i % len(shapes)] for i, lab in enumerate(self.res.labels)}
+
+    def at_point(self, df: pd.DataFrame, point: int | None = None) -> pd.DataFrame:
+        p = self.point if point is None else point
+        return df[df["point"] == p] if "point" in df else df
 
     @cached_property
     def theory_specs(self) -> dict[tuple[int, str], dict[str, Any] | None]:
@@ -89,6 +169,25 @@ class Context:
     @cached_property
     def run_specs(self) -> dict[str, dict[str, Any]]:
         return {r["id"]: r.get("spec") or {} for r in self.res.manifest.get("runs", [])}
+
+
+def sweep_key_unit(key: str | None) -> str:
+    """The vocabulary's unit of a sweep key (`workload.load`, `policy.RR.quantum`,
+    `workload.classes[1].tickets`, `case`), as an axis names it."""
+    from schedlab.vocabulary import CLASS_KEYS, KEYS, param_units
+
+    if not key:
+        return "name"
+    name = key.rsplit(".", 1)[-1]
+    if "classes[" in key and name in CLASS_KEYS:
+        unit = CLASS_KEYS[name].unit
+    elif key.startswith("policy.") and name in param_units():
+        unit = param_units()[name]
+    elif name in KEYS:
+        unit = KEYS[name].unit
+    else:
+        unit = "text"
+    return VOCABULARY_UNITS.get(unit, unit)
 
 
 def theory_specs(manifest: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any] | None]:
@@ -125,8 +224,175 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _short(v: Any) -> str:
+    """A value as a legend or panel names it: a file by its name without directory and
+    suffix (traces/priority-4-mixed.csv: priority-4-mixed)."""
+    if isinstance(v, str) and re.fullmatch(r"[\w./-]+\.(csv|json|toml|txt)", v):
+        return Path(v).stem
+    return _fmt(v)
+
+
+def _short_key(key: str) -> str:
+    """A sweep key as a legend or panel names it: policy.RR.quantum: RR quantum."""
+    parts = key.split(".")
+    if parts[0] == "policy" and len(parts) == 3:
+        return f"{parts[1]} {parts[2]}"
+    return parts[-1]
+
+
 def _numeric(values: pd.Series) -> bool:
     return bool(pd.api.types.is_numeric_dtype(values)) and not pd.api.types.is_bool_dtype(values)
+
+
+def _names(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Legends and the names the SVG gives to what it draws
+# ---------------------------------------------------------------------------------------------
+
+
+def _figure(*args: Any, **kwargs: Any) -> tuple[Figure, Any]:
+    """plt.subplots with the constrained layout, which makes room for legends outside."""
+    return plt.subplots(*args, layout="constrained", **kwargs)
+
+
+def figure_legend(fig: Figure, axes: Any) -> Any:
+    """One legend for the figure, outside every axes: beside them on the right, or below in
+    columns when it is long. Entries of the same name in several axes appear once."""
+    entries: dict[str, Any] = {}
+    for ax in np.ravel(axes):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label and not label.startswith("_"):
+                entries.setdefault(label, handle)
+    if not entries:
+        return None
+    n = len(entries)
+    if n <= LEGEND_BESIDE:
+        return fig.legend(list(entries.values()), list(entries), loc="outside right upper")
+    ncols = min(4, math.ceil(n / 4))
+    w, h = fig.get_size_inches()
+    fig.set_size_inches(w, h + 0.19 * math.ceil(n / ncols) + 0.2)  # room below the axes
+    return fig.legend(list(entries.values()), list(entries), loc="outside lower center",
+                      ncols=ncols)
+
+
+DATA_PREFIXES = ("data-", "theory-", "warmup-end")
+
+
+def tag_figure(fig: Figure, name: str) -> None:
+    """Names what the figure draws, as element ids of the SVG: every data mark (lines,
+    markers, bars, bands; marks already named, theory-* and warmup-end, keep their name)
+    `data-NAME-AXES-K`, every legend `legend-NAME-L` with its swatches `swatch-NAME-L-E` and
+    entries `legendtext-NAME-L-E`, every axis label `axislabel-NAME-AXES-x|y`."""
+    legends = list(fig.legends)
+    for i, ax in enumerate(fig.axes):
+        marks = [*ax.lines, *ax.collections, *ax.patches, *ax.images]
+        k = 0
+        for art in marks:
+            if art.get_gid() is None:
+                art.set_gid(f"data-{name}-{i}-{k}")
+                k += 1
+        for axis, which in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+            if axis.label.get_text():
+                axis.label.set_gid(f"axislabel-{name}-{i}-{which}")
+        if ax.get_legend() is not None:
+            legends.append(ax.get_legend())
+    for j, leg in enumerate(legends):
+        leg.set_gid(f"legend-{name}-{j}")
+        for e, (handle, text) in enumerate(zip(leg.legend_handles, leg.texts, strict=True)):
+            if handle is not None:
+                handle.set_gid(f"swatch-{name}-{j}-{e}")
+            text.set_gid(f"legendtext-{name}-{j}-{e}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Near-flat measures
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Flat:
+    """A measure whose means hardly move over every point and policy."""
+
+    lo: float
+    hi: float
+    spread: float  # (hi - lo) / the mean size of the values
+    half: float  # the widest interval's half-width relative to its mean (nan: no interval)
+    apart: int  # pairs of policies at one point whose intervals do not overlap
+
+
+def flatness(st: pd.DataFrame) -> Flat | None:
+    """The Flat of a metric's stats rows, or None when its means move by more than FLAT."""
+    ok = st[st["mean"].notna()]
+    if ok.empty:
+        return None
+    means = ok["mean"].to_numpy(float)
+    size = float(np.abs(means).mean())
+    lo, hi = float(means.min()), float(means.max())
+    if not size or hi - lo > FLAT * size:
+        return None
+    rel = (ok["half_width"] / ok["mean"].abs()).to_numpy(float)
+    half = float(np.nanmax(rel)) if np.isfinite(rel).any() else math.nan
+    apart = 0
+    for _, g in ok.groupby(["world", "point"], sort=False):
+        for (_, a), (_, b) in combinations(g.iterrows(), 2):
+            if abs(a["mean"] - b["mean"]) <= SAME * size:
+                continue
+            known = all(pd.notna(r[c]) for r in (a, b) for c in ("ci_low", "ci_high"))
+            if not (known and a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"]):
+                apart += 1
+    return Flat(lo, hi, (hi - lo) / size, half, apart)
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.2g}%"
+
+
+def _span(lo: float, hi: float) -> str:
+    """`lo to hi` with enough digits to tell them apart."""
+    for digits in range(4, 10):
+        a, b = f"{lo:.{digits}g}", f"{hi:.{digits}g}"
+        if a != b:
+            return f"{a} to {b}"
+    return f"{lo:.4g}"
+
+
+def flat_text(ctx: Context, metric: str, f: Flat) -> str:
+    """Why a near-flat measure is not drawn, with its numbers."""
+    name, unit = METRICS.get(metric, (metric, "ratio"))
+    unit = ctx.unit(unit)
+    several = len(ctx.res.labels) > 1
+    text = (f"{name[0].upper() + name[1:]}: not drawn, because "
+            + ("every policy is within its confidence interval of the others at every sweep "
+               "point, and " if several else "")
+            + f"all values lie within {_pct(f.spread)} of each other: "
+            f"{_span(f.lo, f.hi)} {unit}"
+            + (f" (intervals up to ±{_pct(f.half)})" if math.isfinite(f.half) else "")
+            + ". A plot at this scale would show only noise; the values are in "
+            "summaries.parquet and stats.parquet.")
+    s = ctx.res.summaries
+    if metric == "throughput" and "arrival_rate" in s and s["arrival_rate"].notna().any():
+        rate = float(s["arrival_rate"].mean())
+        if rate and abs(float(s["throughput"].mean()) / rate - 1) <= FLAT:
+            text += (f" The measured arrival rate is {rate:.4g} {unit}: every policy completes "
+                     "jobs as fast as they arrive.")
+    return text
+
+
+def _coincide_text(ctx: Context, st: pd.DataFrame) -> str:
+    """Policies whose means are the same at every point: their lines lie on each other."""
+    if ctx.x is None or st.empty:
+        return ""
+    series: dict[str, list[str]] = {}
+    for (world, label, *_), g in st.groupby(["world", "label", *ctx.others], sort=False):
+        key = json.dumps([world, *[None if not math.isfinite(v) else float(f"{v:.9g}")
+                                   for v in g.sort_values("point")["mean"]]])
+        series.setdefault(key, []).append(label)
+    groups = [list(dict.fromkeys(v)) for v in series.values() if len(set(v)) > 1]
+    return "".join(f" {_names(g)} have the same values at every point: their lines lie on "
+                   "each other (told apart by their markers)." for g in groups)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,18 +400,49 @@ def _numeric(values: pd.Series) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def _metric_axes(ctx: Context, ax: Any, metric: str, ylabel: str, theory: bool = False) -> bool:
+@dataclass
+class Drawn:
+    """What _metric_axes did: "empty" (no values), "flat" (left out, nothing drawn), "zero"
+    (near-flat, drawn on an axis from zero), "relative" (near-flat, drawn as differences from
+    the policies' mean) or "drawn"."""
+
+    how: str
+    flat: Flat | None = None
+    coincide: str = ""
+
+
+def _metric_axes(ctx: Context, ax: Any, metric: str, theory: bool = False,
+                 flat: str = "omit") -> Drawn:
+    """Draws a metric against the sweep. `flat` says what becomes of a near-flat metric whose
+    policies are all within their intervals of each other: "omit" (nothing drawn), "zero"
+    (an axis from zero) or "keep" (the caller fixes the axis). Near-flat but apart: drawn as
+    each policy's difference from the mean of the policies, in % of it."""
     st = ctx.res.metric(metric)
     if st.empty or st["mean"].isna().all():
-        return False
+        return Drawn("empty")
     colors = ctx.colors()
     if ctx.x is None:
-        return _metric_bars(ctx, ax, st, ylabel, theory, colors)
+        return _metric_bars(ctx, ax, st, metric, theory, colors)
+    f = flatness(st) if flat != "keep" else None
+    how = "drawn"
+    ylabel = ctx.label(metric)
+    if f is not None and not f.apart:
+        if flat == "omit":
+            return Drawn("flat", f)
+        how = "zero"
+    elif f is not None:
+        how = "relative"
+        ref = st.groupby(["world", "point"])["mean"].transform("mean")
+        st = st.assign(**{c: 100 * (st[c] - ref) / ref for c in ("mean", "ci_low", "ci_high",
+                                                                  "theory")})
+        st = st.assign(half_width=100 * st["half_width"] / ref.abs())
+        ylabel = f"{METRICS.get(metric, (metric, ''))[0]} − mean of the policies (% of it)"
     xs = st[ctx.x]
     numeric = _numeric(xs)
     cats = list(dict.fromkeys(xs.astype(str))) if not numeric else []
     groups = st.groupby(["world", "label", *ctx.others], sort=False)
     styles = ["-", "--", ":", "-."]
+    markers = ctx.markers()
     for i, (keys, g) in enumerate(groups):
         world, label = keys[0], keys[1]
         g = g.sort_values(ctx.x) if numeric else g
@@ -154,7 +451,8 @@ def _metric_axes(ctx: Context, ax: Any, metric: str, ylabel: str, theory: bool =
         color = colors.get(label)
         ls = styles[ctx.worlds.index(world) % len(styles)]
         name = ctx.series_name(world, label, g.iloc[0])
-        ax.plot(x, g["mean"], ls, marker="o", ms=3, color=color, label=name)
+        ax.plot(x, g["mean"], ls, marker=markers.get(label, "o"), ms=4, mfc="none", mew=1.1,
+                color=color, label=name)
         ok = g["half_width"].notna().to_numpy()
         if ok.any():
             ax.fill_between(x[ok], g["ci_low"][ok], g["ci_high"][ok], color=color, alpha=0.18,
@@ -162,6 +460,12 @@ def _metric_axes(ctx: Context, ax: Any, metric: str, ylabel: str, theory: bool =
         if theory and ctx.cfg.theory and g["theory"].notna().any():
             t = g["theory"].to_numpy(float)
             ax.plot(x, t, ":", color=color, lw=1.5, label=f"{name}: theory" if i < 12 else None)
+    if how == "relative":
+        ax.axhline(0, color="grey", lw=0.8)
+    if how == "zero":
+        top = float(np.nanmax(st[["mean", "ci_high"]].to_numpy(float)))
+        if f is not None and f.lo >= 0 and top > 0:
+            ax.set_ylim(0, top * 1.15)
     if not numeric:
         ax.set_xticks(range(len(cats)), cats, rotation=20)
     else:
@@ -171,13 +475,14 @@ def _metric_axes(ctx: Context, ax: Any, metric: str, ylabel: str, theory: bool =
         if len(ticks) <= 12:  # the swept values themselves, not 10^0, 10^1
             ax.set_xticks(ticks, [_fmt(t) for t in ticks])
             ax.minorticks_off()
-    ax.set_xlabel(ctx.cfg.x_label or ctx.x)
+    ax.set_xlabel(ctx.x_label())
     ax.set_ylabel(ylabel)
-    return True
+    return Drawn(how, f, _coincide_text(ctx, ctx.res.metric(metric)))
 
 
-def _metric_bars(ctx: Context, ax: Any, st: pd.DataFrame, ylabel: str, theory: bool,
-                 colors: dict[str, Any]) -> bool:
+def _metric_bars(ctx: Context, ax: Any, st: pd.DataFrame, metric: str, theory: bool,
+                 colors: dict[str, Any]) -> Drawn:
+    """Bars start at zero: a near-flat measure is drawn as it is, equal bars."""
     names, means, below, above, cols, theo = [], [], [], [], [], []
     for (world, label), g in st.groupby(["world", "label"], sort=False):
         row = g.iloc[0]
@@ -196,23 +501,36 @@ def _metric_bars(ctx: Context, ax: Any, st: pd.DataFrame, ylabel: str, theory: b
         if np.isfinite(t).any():
             ax.scatter(pos, t, marker="_", s=900, color="black", zorder=3, lw=2,
                        label="theory")
-            ax.legend()
     ax.set_xticks(pos, names, rotation=15)
-    ax.set_ylabel(ylabel)
-    return True
+    ax.set_ylabel(ctx.label(metric))
+    return Drawn("drawn")
 
 
-def _single(ctx: Context, name: str, title: str, caption: str, metric: str, ylabel: str,
+def _flat_caption(ctx: Context, metric: str, d: Drawn) -> str:
+    if d.flat is None or d.how not in ("zero", "relative"):
+        return ""
+    name, unit = METRICS.get(metric, (metric, "ratio"))
+    span = (f"{name} lies within {_pct(d.flat.spread)} over every point and policy "
+            f"({_span(d.flat.lo, d.flat.hi)} {ctx.unit(unit)})")
+    if d.how == "zero":
+        return (f" The {span}, every policy within its interval of the others: its axis "
+                "starts at zero so that noise is not magnified.")
+    return (f" The {span}, so it is drawn as each policy's difference from the mean of the "
+            "policies at the same point, in % of that mean, with its interval.")
+
+
+def _single(ctx: Context, name: str, title: str, caption: str, metric: str,
             theory: bool = False) -> Plot:
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    if not _metric_axes(ctx, ax, metric, ylabel, theory):
+    fig, ax = _figure(figsize=(8.5, 4.2))
+    d = _metric_axes(ctx, ax, metric, theory)
+    if d.how in ("empty", "flat"):
         plt.close(fig)
+        if d.how == "flat" and d.flat is not None:
+            return Plot(name, title, caption, text=flat_text(ctx, metric, d.flat))
         return Plot(name, title, caption, note=f"{title}: no values of {metric} in the results")
     ax.set_title(title)
-    if ctx.x is not None:
-        ax.legend(loc="best", ncols=2 if len(ax.get_legend_handles_labels()[0]) > 8 else 1)
-    fig.tight_layout()
-    return Plot(name, title, caption, fig)
+    figure_legend(fig, ax)
+    return Plot(name, title, caption + _flat_caption(ctx, metric, d) + d.coincide, fig)
 
 
 def response(ctx: Context) -> Plot:
@@ -222,32 +540,38 @@ def response(ctx: Context) -> Plot:
                    f"Mean response time with {conf}% confidence bands (Student t across "
                    "replications, or the batch-means interval of one run); dotted lines (black "
                    "bars) are the closed forms of queueing theory where one exists.",
-                   "response_mean", "mean response time", theory=True)
+                   "response_mean", theory=True)
 
 
 def percentiles(ctx: Context) -> Plot:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
-    drawn = [_metric_axes(ctx, ax, m, lab, theory=True) for ax, m, lab in
-             zip(axes, ("response_p95", "response_p99"), ("p95 response", "p99 response"),
-                 strict=True)]
-    if not any(drawn):
+    title = "Tail latency: p95 and p99 of response time"
+    caption = ("Per-run percentiles, averaged over replications, with confidence bands "
+               "(Student t across replications, or sectioning of one run); dotted lines "
+               "(black bars) are the quantiles of queueing theory's response-time "
+               "distribution where it is known.")
+    metrics = ("response_p95", "response_p99")
+    flats = [flatness(ctx.res.metric(m)) if ctx.x is not None and not ctx.res.metric(m).empty
+             else None for m in metrics]
+    if all(f is not None and not f.apart for f in flats):
+        texts = [flat_text(ctx, m, f) for m, f in zip(metrics, flats, strict=True) if f]
+        return Plot("percentiles", title, caption, text=" ".join(texts))
+    fig, axes = _figure(1, 2, figsize=(11, 4), sharey=False)
+    # A panel that is flat while the other is not keeps its place, on an axis from zero.
+    drawn = [_metric_axes(ctx, ax, m, theory=True, flat="zero")
+             for ax, m in zip(axes, metrics, strict=True)]
+    if all(d.how == "empty" for d in drawn):
         plt.close(fig)
         return Plot("percentiles", "Tail latency", "", note="no p95/p99 in the results")
     axes[0].set_title("95th percentile")
     axes[1].set_title("99th percentile")
-    if ctx.x is not None:
-        axes[1].legend(loc="best")
-    fig.tight_layout()
-    return Plot("percentiles", "Tail latency: p95 and p99 of response time",
-                "Per-run percentiles, averaged over replications, with confidence bands "
-                "(Student t across replications, or sectioning of one run); dotted lines "
-                "(black bars) are the quantiles of queueing theory's response-time "
-                "distribution where it is known.", fig)
+    figure_legend(fig, axes)
+    extra = "".join(_flat_caption(ctx, m, d) for m, d in zip(metrics, drawn, strict=True))
+    return Plot("percentiles", title, caption + extra + drawn[0].coincide, fig)
 
 
 def throughput(ctx: Context) -> Plot:
     return _single(ctx, "throughput", "Throughput", "Completed jobs per unit of time over the "
-                   "measured interval.", "throughput", "jobs per time unit")
+                   "measured interval.", "throughput")
 
 
 def fairness(ctx: Context) -> Plot:
@@ -256,18 +580,19 @@ def fairness(ctx: Context) -> Plot:
                if not ctx.res.metric(m).empty and ctx.res.metric(m)["mean"].notna().any()]
     if not metrics:
         return Plot("fairness", "Fairness", "", note="Jain's fairness: no values in the results")
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics) + 0.5, 4),
-                             squeeze=False)
+    fig, axes = _figure(1, len(metrics), figsize=(5 * len(metrics) + 2, 4), squeeze=False)
+    coincide = ""
     for ax, (m, t) in zip(axes[0], metrics, strict=True):
-        _metric_axes(ctx, ax, m, "Jain's index (1 = fair)")
+        # Its axis is fixed, 0 to 1: a flat index is drawn as what it is.
+        d = _metric_axes(ctx, ax, m, flat="keep")
+        coincide = coincide or d.coincide
+        ax.set_ylabel("Jain's index (ratio; 1 = fair)")
         ax.set_title(t)
         ax.set_ylim(0, 1.05)
-    if ctx.x is not None:
-        axes[0][-1].legend(loc="best")
-    fig.tight_layout()
+    figure_legend(fig, axes)
     return Plot("fairness", "Jain's fairness", "Jain's index J = (sum x)^2 / (n sum x^2): over "
                 "per-job slowdowns, and over per-task CPU share divided by entitlement (closed "
-                "workloads and classes with tickets or weights).", fig)
+                "workloads and classes with tickets or weights)." + coincide, fig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,27 +606,28 @@ def share(ctx: Context) -> Plot:
     if tasks.empty or not {"share", "entitled"} <= set(tasks.columns):
         return Plot("share", title, "", note=f"{title}: no per-task shares in these results "
                     "(they come from closed workloads: clients, or tasks in a trace)")
-    fig, ax = plt.subplots(figsize=(6, 5))
-    colors = ctx.colors()
+    fig, ax = _figure(figsize=(7.5, 5))
+    colors, markers = ctx.colors(), ctx.markers()
     for (world, label), g in tasks.groupby(["world", "label"], sort=False):
         ax.scatter(g["entitled"], g["share"], s=18, alpha=0.7, color=colors.get(label),
+                   marker=markers.get(label, "o"),
                    label=ctx.series_name(world, label, g.iloc[0]) if not ctx.others else label)
     hi = float(np.nanmax([tasks["entitled"].max(), tasks["share"].max(), 0.01])) * 1.08
     ax.plot([0, hi], [0, hi], "k--", lw=1, label="share = entitlement")
     ax.set_xlim(0, hi)
     ax.set_ylim(0, hi)
-    ax.set_xlabel("entitled share (tickets or weight, over the contended interval)")
-    ax.set_ylabel("measured CPU share")
+    ax.set_xlabel("entitled CPU share (ratio; tickets or weight, over the contended interval)")
+    ax.set_ylabel("measured CPU share (ratio)")
     ax.set_title(title + ctx.point_desc())
-    ax.legend(loc="best")
-    fig.tight_layout()
+    figure_legend(fig, ax)
     return Plot("share", title, "Each dot is one task in one replication; on the dashed line a "
                 "task received exactly what its tickets or weight entitle it to.", fig)
 
 
-def _jobs_at_point(ctx: Context, replication: int | None = 0) -> dict[tuple[str, str], Any]:
-    """Stored per-job tables at the chosen point, by (world, label)."""
-    s = ctx.at_point(ctx.res.summaries)
+def _jobs_at_point(ctx: Context, replication: int | None = 0,
+                   point: int | None = None) -> dict[tuple[str, str], Any]:
+    """Stored per-job tables at a point (default the chosen one), by (world, label)."""
+    s = ctx.at_point(ctx.res.summaries, point)
     if replication is not None:
         s = s[s["replication"] == replication]
     out = {}
@@ -346,8 +672,8 @@ def classes(ctx: Context) -> Plot:
                    "(stored per-job rows of every replication); intervals treat jobs as "
                    "independent, so they are optimistic.")
         groups = list(dict.fromkeys(r[2] for r in rows))
-    fig, axes = plt.subplots(1, len(groups), figsize=(min(4.5 * len(groups), 12), 4),
-                             squeeze=False)
+    fig, axes = _figure(1, len(groups), figsize=(min(4.5 * len(groups), 12), 4),
+                        squeeze=False)
     for ax, grp in zip(axes[0], groups, strict=True):
         sub = [r for r in rows if r[2] == grp]
         pos = np.arange(len(sub))
@@ -356,65 +682,113 @@ def classes(ctx: Context) -> Plot:
         ax.set_xticks(pos, [r[1] + (f" [{r[0]}]" if len(ctx.worlds) > 1 else "") for r in sub],
                       rotation=20)
         ax.set_title(f"class {grp}" if len(grp) < 20 else grp)
-        ax.set_ylabel("mean response time")
+        ax.set_ylabel(ctx.label("response_mean"))
     fig.suptitle(title + ctx.point_desc())
-    fig.tight_layout()
     return Plot("classes", title, caption, fig)
 
 
+def cdf_points(n: int, keep: int | None = None, most: int = CDF_PANELS) -> list[int]:
+    """The sweep points that get a CDF panel: all of them, or `most` spread evenly over the
+    sweep (first and last included), `keep` (the file's report.point) always among them."""
+    if n <= most:
+        return list(range(n))
+    points = sorted({int(round(v)) for v in np.linspace(0, n - 1, most)})
+    if keep is not None and 0 <= keep < n and keep not in points:
+        nearest = min(points, key=lambda p: (abs(p - keep), p))
+        points = sorted([p for p in points if p != nearest] + [keep])
+    return points
+
+
 def cdf(ctx: Context) -> Plot:
+    """Small multiples: one panel per sweep point (at most CDF_PANELS, spread over the sweep),
+    shared axes, one legend."""
     title = "Response-time distribution"
-    jobs = _jobs_at_point(ctx)
-    if not jobs:
-        return Plot("cdf", title, "", note=f"{title}: no stored per-job tables at this point "
+    npoints = max(len(ctx.res.manifest.get("points") or [{}]), 1)
+    keep = ctx.cfg.point if ctx.cfg.point is not None else None
+    chosen = cdf_points(npoints, keep)
+    panels = [(p, j) for p in chosen if (j := _jobs_at_point(ctx, point=p))]
+    if not panels:
+        return Plot("cdf", title, "", note=f"{title}: no stored per-job tables at these points "
                     "(experiment.keep_jobs = \"first\" or true stores them)")
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    n = len(panels)
+    ncols = 1 if n == 1 else 2 if n in (2, 4) else 3
+    nrows = math.ceil(n / ncols)
+    size = (8.5, 4.2) if n == 1 else (3.5 * ncols + 1.8, 2.6 * nrows + (1.4 if nrows == 1
+                                                                        else 0.8))
+    fig, axes = _figure(nrows, ncols, figsize=size, sharex=True, sharey=True, squeeze=False)
     colors = ctx.colors()
-    lo, hi = math.inf, 0.0
     styles = ["-", "--", ":", "-."]
-    labels = []
-    for (world, label), df in jobs.items():
-        r = np.sort(df["response"].to_numpy(float))
-        r = r[np.isfinite(r)]
-        if not len(r):
-            continue
-        q = np.linspace(0, 1, min(CDF_POINTS, len(r)))
-        xs = np.quantile(r, q)
-        ax.plot(xs, q, styles[ctx.worlds.index(world) % 4], color=colors.get(label),
-                label=label + (f" [{world}]" if len(ctx.worlds) > 1 else ""))
-        labels.append(label)
-        pos = r[r > 0]
-        if len(pos):
-            lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
+    lines = []  # (ax, point, xs, q, style, colour, name), drawn once the scale is known
+    lo, hi = math.inf, 0.0
+    for (p, jobs), ax in zip(panels, axes.flat, strict=False):
+        for (world, label), df in jobs.items():
+            r = np.sort(df["response"].to_numpy(float))
+            r = r[np.isfinite(r)]
+            if not len(r):
+                continue
+            q = np.linspace(0, 1, min(CDF_POINTS, len(r)))
+            lines.append((ax, p, label, np.quantile(r, q), q,
+                          styles[ctx.worlds.index(world) % 4], colors.get(label),
+                          label + (f" [{world}]" if len(ctx.worlds) > 1 else "")))
+            pos = r[r > 0]
+            if len(pos):
+                lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
     log = math.isfinite(lo) and hi / lo > 100
-    theory = _theory_cdfs(ctx, ax, list(dict.fromkeys(labels)), lo, hi, log) \
-        if ctx.cfg.theory and hi > 0 else []
-    if log:
-        ax.set_xscale("log")
-    for p in (0.95, 0.99):
-        ax.axhline(p, color="grey", lw=0.6, ls=":")
-    ax.set_xlabel("response time")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title(title + ctx.point_desc())
-    ax.legend(loc="lower right")
-    fig.tight_layout()
+    theory: list[str] = []
+    unit = ctx.time_unit
+    for (p, _), ax in zip(panels, axes.flat, strict=False):
+        here = [ln for ln in lines if ln[0] is ax]
+        for _, _, _, xs, q, ls, color, name in here:
+            ax.plot(xs, q, ls, color=color, label=name)
+        if ctx.cfg.theory and hi > 0:
+            suffix = f"-p{p}" if n > 1 else ""
+            labels = list(dict.fromkeys(ln[2] for ln in here))
+            theory += _theory_cdfs(ctx, ax, labels, lo, hi, log, p, suffix)
+        for level in (0.95, 0.99):
+            ax.axhline(level, color="grey", lw=0.6, ls=":")
+        if n > 1:
+            ax.set_title(ctx.short_coords(p), fontsize=9, loc="left")
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for i, ax in enumerate(axes.flat[:n]):
+        if log:
+            ax.set_xscale("log")
+        if i % ncols == 0:
+            ax.set_ylabel("fraction of jobs (ratio)")
+        if i + ncols >= n:  # the lowest panel of its column
+            ax.set_xlabel(f"response time ({unit})")
+            ax.xaxis.set_tick_params(labelbottom=True)
+    if n == 1:
+        axes[0][0].set_title(title + ctx.point_desc(panels[0][0]))
+    else:
+        fig.suptitle(title)
+    figure_legend(fig, axes.flat[:n])
     caption = ("Empirical CDF of response time (replication 0, stored per-job rows); dotted "
                "grey lines mark p95 and p99.")
+    if n > 1:
+        caption += (" One panel per sweep point, with shared axes"
+                    + (f": {n} of the {npoints} points, spread evenly over the sweep (points "
+                       f"{_names([str(p) for p, _ in panels])}, counted from 0; every point's "
+                       "numbers are in the tables)" if npoints > n else "") + ".")
+    missing = [p for p in chosen if p not in {q for q, _ in panels}]
+    if missing:
+        caption += (f" No stored per-job tables at point{'s' if len(missing) > 1 else ''} "
+                    f"{_names([str(p) for p in missing])}.")
+    theory = list(dict.fromkeys(theory))
     if theory:
         caption += (" Thin dotted lines of the same colour are queueing theory's response-time "
-                    "distribution, open diamonds its p95 and p99, for " + ", ".join(theory)
-                    + ".")
+                    "distribution, open diamonds its p95 and p99, for " + _names(theory) + ".")
     return Plot("cdf", title, caption, fig)
 
 
 def _theory_cdfs(ctx: Context, ax: Any, labels: list[str], lo: float, hi: float,
-                 log: bool) -> list[str]:
+                 log: bool, point: int, suffix: str = "") -> list[str]:
     """Draws the theory CDF and its p95 and p99 for each policy whose point has one (once per
     policy: theory describes the workload, whatever world ran it); returns those policies."""
     colors = ctx.colors()
     drawn = []
     for label in labels:
-        spec = ctx.theory_specs.get((ctx.point, label))
+        spec = ctx.theory_specs.get((point, label))
         tails = sweep.theory_quantile(spec, [0.95, 0.99]) if spec is not None else None
         if tails is None:
             continue
@@ -427,10 +801,10 @@ def _theory_cdfs(ctx: Context, ax: Any, labels: list[str], lo: float, hi: float,
         slug = "".join(c if c.isalnum() else "-" for c in label)
         (line,) = ax.plot(xs, ys, ":", lw=1.0, color=colors.get(label),
                           label=f"{label}: theory")
-        line.set_gid(f"theory-cdf-{slug}")  # an element id in the SVG
+        line.set_gid(f"theory-cdf-{slug}{suffix}")  # an element id in the SVG
         (marks,) = ax.plot(tails, [0.95, 0.99], "D", ms=5, mfc="none", mew=1.2,
                            color=colors.get(label))
-        marks.set_gid(f"theory-tail-{slug}")
+        marks.set_gid(f"theory-tail-{slug}{suffix}")
         drawn.append(label)
     return drawn
 
@@ -452,15 +826,16 @@ def load(ctx: Context) -> Plot:
     title = "Load distribution across CPUs"
     s = ctx.at_point(ctx.res.summaries)
     panels = [(rows, ylabel) for rows, ylabel in (
-        (_per_cpu_means(s, "utilization_per_cpu"), "utilisation"),
-        (_per_cpu_means(s, "runnable_mean_per_cpu"), "runnable tasks (time mean)")) if rows]
+        (_per_cpu_means(s, "utilization_per_cpu"), ctx.label("utilization_per_cpu")),
+        (_per_cpu_means(s, "runnable_mean_per_cpu"),
+         "runnable jobs (jobs; time-weighted mean)")) if rows]
     if not panels:
         return Plot("load", title, "", note=f"{title}: no per-CPU utilisation or runqueue "
                     "lengths in the results")
     ncpu = max(len(r[2]) for rows, _ in panels for r in rows)
     nrows = max(len(rows) for rows, _ in panels)
-    width_in = min(12, max(6, 0.25 * ncpu * nrows + 4) * (1 + 0.6 * (len(panels) - 1)))
-    fig, axes = plt.subplots(1, len(panels), figsize=(width_in, 4), squeeze=False)
+    width_in = min(12, max(6, 0.25 * ncpu * nrows + 4) * (1 + 0.6 * (len(panels) - 1)) + 1.5)
+    fig, axes = _figure(1, len(panels), figsize=(width_in, 4), squeeze=False)
     colors = ctx.colors()
     for ax, (rows, ylabel) in zip(axes[0], panels, strict=True):
         width = 0.8 / len(rows)
@@ -469,14 +844,13 @@ def load(ctx: Context) -> Plot:
                    color=colors.get(label), label=label + (f" [{world}]" if len(ctx.worlds) > 1
                                                            else ""))
         ax.set_xticks(range(ncpu), [f"CPU {i}" for i in range(ncpu)])
-        if ylabel == "utilisation":
+        if ylabel.startswith("utilisation"):
             ax.set_ylim(0, 1.05)
         ax.set_ylabel(ylabel)
-        ax.legend(loc="lower right", fontsize=8)
+    figure_legend(fig, axes[0])
     fig.suptitle(title + ctx.point_desc())
-    fig.tight_layout()
     caption = "Busy fraction of each CPU over the measured interval, mean of replications."
-    if len(panels) > 1 or panels[0][1] != "utilisation":
+    if len(panels) > 1 or not panels[0][1].startswith("utilisation"):
         caption += (" Runnable tasks (running or waiting) on each CPU's runqueue, time-weighted "
                     "mean over the measured interval (os: sampled at a fixed period).")
     else:
@@ -503,28 +877,27 @@ def load_series(ctx: Context) -> Plot:
     labels = list(dict.fromkeys(p[1] for p in panels))
     worlds = list(dict.fromkeys(p[0] for p in panels))
     warmups = False
-    fig, axes = plt.subplots(len(labels), len(worlds), figsize=(min(5.5 * len(worlds), 12),
-                                                               0.6 + 2.4 * len(labels)),
-                             squeeze=False, sharex=True, sharey=True)
+    fig, axes = _figure(len(labels), len(worlds), figsize=(min(5.5 * len(worlds) + 1.5, 13),
+                                                          0.6 + 2.4 * len(labels)),
+                        squeeze=False, sharex=True, sharey=True)
     cmap = plt.get_cmap("tab10")
     for world, label, df, warmup_end in panels:
         ax = axes[labels.index(label)][worlds.index(world)]
         for cpu, g in df.groupby("cpu", sort=True):
             g = g.sort_values("time")
             ax.step(g["time"], g["runnable"], where="post", lw=1.1, color=cmap(int(cpu) % 10),
-                    label=f"CPU {int(cpu)}")
+                    label=f"CPU {int(cpu)}" if int(cpu) >= 0 else "global queue")
         if warmup_end is not None:
             ax.axvline(warmup_end, color="black", ls="--", lw=1.0,
-                       label="end of warm-up").set_gid("warmup-end")
+                       label="end of the warm-up").set_gid("warmup-end")
             warmups = True
         ax.set_title(label + (f" [{world}]" if len(ctx.worlds) > 1 else ""), fontsize=9,
                      loc="left")
-        ax.set_ylabel("runnable tasks")
-        ax.legend(loc="upper right", ncols=2)
+        ax.set_ylabel("runnable jobs (jobs)")
     for ax in axes[-1]:
-        ax.set_xlabel("time (ms)")
+        ax.set_xlabel(f"time ({ctx.time_unit})")
+    figure_legend(fig, axes)
     fig.suptitle(title + ctx.point_desc())
-    fig.tight_layout()
     caption = ("Tasks runnable (running or waiting) on each CPU at each sample, replication 0: "
                "the simulator samples its runqueues every experiment.load_sample ms; the os "
                "world reads where every worker is (state R) at its own sampling period.")
@@ -568,8 +941,8 @@ def gantt(ctx: Context) -> Plot:
                     "segments per run, report.gantt_max_segments)")
     end = max(float(sc["end"].max()) for _, sc in chosen)
     ncpu = max(int(sc["cpu"].max()) + 1 for _, sc in chosen)
-    fig, axes = plt.subplots(len(chosen), 1, figsize=(10, 0.5 + len(chosen) * (0.45 * ncpu + 0.9)),
-                             sharex=True, squeeze=False)
+    fig, axes = _figure(len(chosen), 1, figsize=(11, 0.5 + len(chosen) * (0.45 * ncpu + 0.9)),
+                        sharex=True, squeeze=False)
     cmap = plt.get_cmap("tab20")
     for ax, (row, sc) in zip(axes[:, 0], chosen, strict=True):
         if sc["job"].isna().any():  # the os dispatcher schedules processes, not jobs
@@ -592,18 +965,16 @@ def gantt(ctx: Context) -> Plot:
         if len(pre):
             ax.plot(pre["end"], pre["cpu"] + 0.42, "v", color="crimson", ms=4,
                     label="preempted")
-            ax.legend(loc="upper right")
         ax.set_yticks(range(ncpu), [f"CPU {i}" for i in range(ncpu)])
         ax.set_ylim(-0.6, ncpu - 0.4)
-        coords = ", ".join(f"{k.rsplit('.', 1)[-1]}={_fmt(row[k])}"
-                           for k in ctx.res.sweep_keys)
+        coords = ", ".join(f"{_short_key(k)}={_short(row[k])}" for k in ctx.res.sweep_keys)
         ax.set_title(f"{row['label']}" + (f" [{row['world']}]" if len(ctx.worlds) > 1 else "")
                      + (f" ({coords})" if coords else "") + f", replication {row['replication']}",
                      fontsize=9, loc="left")
         ax.grid(False)
-    axes[-1, 0].set_xlabel("time")
+    axes[-1, 0].set_xlabel(f"time ({ctx.time_unit})")
     axes[-1, 0].set_xlim(0, end * 1.01)
-    fig.tight_layout()
+    figure_legend(fig, axes[:, 0])
     return Plot("gantt", title, "One row per CPU; colours are jobs (numbers inside wide "
                 "segments); a red triangle marks a job taken off the CPU before it finished.",
                 fig)
