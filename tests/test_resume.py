@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from conftest import SCHEDLAB, cli_env
 
 # 3 loads x 3 policies x 4 replications = 36 runs of a few tenths of a second each: long
@@ -179,3 +180,62 @@ def test_kill_9_of_the_sweep_takes_its_workers_along(tmp_path):
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)], "workers outlived their sweep by 5 s"
+
+
+REAL_WORLDS = {
+    # A real server on 127.0.0.1 (a process of its own), and real processes under the kernel
+    # (a launcher, its coordinator and workers): each runs 20 s unless its sweep dies first.
+    "server": """
+[experiment]
+name = "orphans-server"
+world = "server"
+[workload]
+clients = 2
+bytes = "det:4096"
+time = 20_000
+[[policy]]
+name = "fcfs"
+""",
+    "os": """
+[experiment]
+name = "orphans-os"
+world = "os"
+[workload]
+clients = 2
+size = "det:50"
+time = 20_000
+[machine]
+cpus = 2
+[[policy]]
+name = "kernel"
+""",
+}
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("world", sorted(REAL_WORLDS))
+def test_kill_9_of_a_sweep_takes_its_servers_and_processes_along(world, tmp_path):
+    # Issue 13: workers die with the sweep, whatever kills it; the processes a run starts (the
+    # server, the os world's launcher and its workers) die with them.
+    path = tmp_path / "real.toml"
+    path.write_text(REAL_WORLDS[world])
+    p = run(path, tmp_path / "out", start_new_session=True)
+    deadline = time.monotonic() + 60
+    started: set[int] = set()
+    while time.monotonic() < deadline and p.poll() is None:
+        started = _children(p.pid)
+        # The pool worker, and under it what the run started (server or launcher + workers).
+        if len(started) >= (2 if world == "server" else 4):
+            break
+        time.sleep(0.05)
+    assert p.poll() is None, p.stderr.read() if p.stderr else ""
+    time.sleep(1.0)  # the run under way
+    started = _children(p.pid)
+    assert len(started) >= (2 if world == "server" else 4), started
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while any(_alive(c) for c in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [c for c in started if _alive(c)]
+    assert not left, f"alive 5 s after the sweep died: {left}"

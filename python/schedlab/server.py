@@ -34,6 +34,7 @@ import numpy as np
 import schedlab._core as _core
 from schedlab._core import SpecError
 from schedlab.clikit import Parser, add_policy_param_flags
+from schedlab.lifetime import child_env, die_with_parent
 from schedlab.vocabulary import find_policy, param_value, spec_error
 
 if TYPE_CHECKING:
@@ -400,7 +401,7 @@ class ServerProcess:
         cfg_path.write_text(json.dumps(config))
         self.stderr_path = workdir / "serve.stderr"
         self._stderr = open(self.stderr_path, "wb")
-        env = dict(os.environ)
+        env = child_env()  # the server dies with whoever started it
         env.setdefault("PYTHONUNBUFFERED", "1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "schedlab.server", "serve", "--config", str(cfg_path)],
@@ -928,6 +929,7 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m schedlab.server serve|load ...` (what run() starts as the server)."""
+    die_with_parent()  # started by run(): it dies with its parent
     parser = Parser(prog="schedlab")
     add_commands(parser.add_subparsers(dest="command", required=True, parser_class=Parser))
     args = parser.parse_args(argv)

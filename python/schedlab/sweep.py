@@ -46,6 +46,7 @@ from schedlab import worlds
 from schedlab.clikit import progress_bar
 from schedlab.files import atomic_file
 from schedlab.jsonio import json_safe
+from schedlab.lifetime import die_with_parent
 from schedlab.results import environment, write_table
 from schedlab.stats import batch_means, t_half_width
 from schedlab.store import FORMAT, MANIFEST, RUNS
@@ -311,28 +312,12 @@ def _locked(out: Path) -> Iterator[int]:
         os.close(fd)
 
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
 def _worker_init(lock_fd: int, parent: int) -> None:
     # A forked worker's copy of the lock descriptor would keep the directory locked if the
     # parent died first; the parent's own descriptor holds the lock.
     with contextlib.suppress(OSError):
         os.close(lock_fd)
-    _die_with_parent(parent)
-
-
-def _die_with_parent(parent: int) -> None:
-    """A worker dies with the sweep that started it, whatever kills the sweep (kill -9, a
-    closed terminal): the kernel sends it SIGKILL when its parent exits. A parent gone before
-    the request took effect shows as a changed parent pid."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(1)
+    die_with_parent(parent)  # whatever kills the sweep takes its workers along
 
 
 def default_out(exp: ex.Experiment) -> Path:

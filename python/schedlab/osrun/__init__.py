@@ -94,7 +94,7 @@ def _launch(plan: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """Runs a plan in a fresh launcher process, in a new session; returns (raw, launcher pid)."""
     timeout = plan["hard_timeout"] / 1000 + 30 + 0.05 * len(plan["tasks"])
     proc = subprocess.Popen(
-        [sys.executable, "-I", "-S", str(LAUNCHER), _core.__file__],
+        [sys.executable, "-I", "-S", str(LAUNCHER), _core.__file__, str(os.getpid())],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )

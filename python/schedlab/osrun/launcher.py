@@ -1,4 +1,4 @@
-"""The launcher process of the os world: `python -I -S launcher.py PATH_TO_CORE_SO`.
+"""The launcher process of the os world: `python -I -S launcher.py PATH_TO_CORE_SO PARENT_PID`.
 
 It reads a plan (JSON) on stdin, runs it with the Rust coordinator and writes the result (JSON)
 on stdout. It is started fresh for every run, in a new session, and loads only the native
@@ -12,8 +12,23 @@ import importlib.util
 import sys
 
 
+def die_with_parent(parent: int) -> None:
+    """SIGKILL when the process that started the run exits, whatever kills it; the coordinator
+    in this process takes its workers along (theirs is PR_SET_PDEATHSIG too). The same as
+    schedlab.lifetime, written out: this process may not import the package."""
+    import ctypes
+    import os
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def main() -> int:
     path = sys.argv[1]
+    if len(sys.argv) > 2:
+        die_with_parent(int(sys.argv[2]))
     loader = importlib.machinery.ExtensionFileLoader("schedlab._core", path)
     spec = importlib.util.spec_from_file_location("schedlab._core", path, loader=loader)
     core = importlib.util.module_from_spec(spec)
