@@ -85,7 +85,8 @@ def test_the_command_prints_one_table_and_json():
     lines = out.stdout.splitlines()
     for name in ("FCFS", "SRPT", "PS", "RR quantum=5"):
         assert sum(line.strip().startswith(name + " ") for line in lines) == 1, out.stdout
-    assert "response mean (ms)" in out.stdout and "theory" in out.stdout
+    assert "response mean" in out.stdout and "[95% interval]" in out.stdout
+    assert "theory" in out.stdout and "(ms)" in out.stdout
     assert "common random numbers" in out.stdout
     # Repeated flags compare too (the last one no longer wins silently), with a shared
     # parameter going to the policies that have it.

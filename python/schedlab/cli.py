@@ -191,9 +191,9 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
     from rich.console import Console
     from rich.table import Table
 
-    from schedlab.compare import METRICS, PLAIN, THEORY, compare
+    from schedlab.compare import compare
     from schedlab.jsonio import dumps
-    from schedlab.results import interval_of, interval_text, write_table
+    from schedlab.results import write_table
 
     text = spec.pop("policy")
     c = compare(text, replications=replications, workers=workers, **spec)
@@ -210,25 +210,13 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
                          if k in spec)
     table = Table(title=f"{len(c.labels)} policies on one workload ({workload}), seed {c.seed}",
                   box=box.SIMPLE_HEAD)
-    table.add_column("policy", no_wrap=True)
-    units = c.units()
-    for key, name in METRICS:
-        table.add_column(f"{name} ({units[key]})\n[95% interval]", justify="right",
-                         no_wrap=True)
-        if key in THEORY:
-            table.add_column(f"theory\n({units[key]})", justify="right", no_wrap=True)
-    for key, name in PLAIN:
-        table.add_column(f"{name}\n({units[key]})", justify="right", no_wrap=True)
-    for row in c.rows():
-        cells = [row["policy"]]
-        for key, _ in METRICS:
-            ci = interval_of({f"{key}_ci": [row[f"{key}_low"], row[f"{key}_high"]]}, key)
-            cells.append(f"{row[key]:.4g} {interval_text(ci)}".strip())
-            if key in THEORY:
-                th = row[f"theory_{key}"]
-                cells.append("—" if th is None else f"{th:.4g}")
-        cells += [f"{row[key]:.4g}" for key, _ in PLAIN]
-        table.add_row(*cells)
+    header, rows = c.text_table()
+    for i, name in enumerate(header):
+        # A header on lines of its own: the name, the unit, "[95% interval]".
+        table.add_column(name.replace(" (", "\n(").replace(" [", "\n["),
+                         justify="right" if i else "left", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
     # One line per policy, whatever the terminal: a narrow one wraps lines instead of rich
     # cutting numbers short.
     console = Console(width=max(Console().width, 150))

@@ -126,9 +126,10 @@ class Comparison:
         return (f"Comparison({', '.join(self.labels)}; seed {self.seed}, "
                 f"{self.replications} replication(s))")
 
-    def _repr_html_(self) -> str:
-        """One row per policy, as `schedlab sim --policy a,b` prints it (for notebooks)."""
-        from schedlab.results import html_table, interval_of, interval_text, number_text
+    def text_table(self) -> tuple[list[str], list[list[str]]]:
+        """The comparison as text, as the command prints it and a notebook shows it: a header
+        (each number's unit, `[95% interval]`, theory) and one row per policy."""
+        from schedlab.results import interval_of, interval_text, number_text
 
         units = self.units()
         header = ["policy"]
@@ -147,6 +148,13 @@ class Comparison:
                     th = row[f"theory_{key}"]
                     cells.append("—" if th is None else number_text(th))
             rows.append(cells + [number_text(row[key]) for key, _ in PLAIN])
+        return header, rows
+
+    def _repr_html_(self) -> str:
+        """One row per policy, as `schedlab sim --policy a,b` prints it (for notebooks)."""
+        from schedlab.results import html_table
+
+        header, rows = self.text_table()
         return html_table(header, rows, caption=f"The same workload and seed ({self.seed}) "
                           f"for every policy; 95% intervals: {self.interval_method}")
 

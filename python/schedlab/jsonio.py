@@ -16,6 +16,8 @@ def json_safe(value: Any) -> Any:
         return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
+        return json_safe(value.item())
     return value
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schedlab.files import atomic_file, check_writable
+from schedlab.jsonio import json_safe
 from schedlab.vocabulary import spec_error
 
 if TYPE_CHECKING:
@@ -371,19 +372,7 @@ def trace_dict(result: Result | Replications, *, limit: int = MAX_SLICES) -> dic
                             "on that CPU, from its placement samples; not exact run times, no "
                             "preemptions; migrations are changes of CPU between two samples")
     return {"traceEvents": b.meta + b.events, "displayTimeUnit": "ms",
-            "otherData": _json_safe(other)}
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if hasattr(value, "item"):  # numpy scalars
-        return _json_safe(value.item())
-    return value
+            "otherData": json_safe(other)}
 
 
 def check_trace_out(key: str, path: str | Path) -> None:
