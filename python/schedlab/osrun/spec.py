@@ -99,6 +99,10 @@ def _io(key: str, value: Any) -> dict[str, Any] | None:
     raise spec_error(key, value, "dsync:BYTES or sleep:DIST (e.g. sleep:det:4)")
 
 
+# The longest run of real processes accepted (ms): a day.
+MAX_RUN_MS = 24 * 3_600_000
+
+
 def usable_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
@@ -279,6 +283,9 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         rt_classes |= sched in ("fifo", "rr", "deadline")
         if sched in ("fifo", "rr") and "rtprio" not in c and "rtprio" not in spec:
             raise spec_error(key("rtprio"), "(missing)", "1..98 for fifo and rr")
+        if sched not in ("fifo", "rr") and "rtprio" in c:
+            raise spec_error(key("rtprio"), c["rtprio"], f"nothing for sched = {sched} (rtprio "
+                             "is for fifo and rr)")
         nice = get("nice", 0)
         weight = c.get("weight")
         if sched not in ("other", "batch") and "nice" in c:
@@ -365,6 +372,9 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             })
             kernel_weights.append(kernel_weight)
             kernel_sched.append(sched_plan)
+    if "rtprio" in spec and not any(t["sched"]["policy"] in ("fifo", "rr") for t in tasks):
+        raise spec_error("rtprio", spec["rtprio"], "a class with sched = fifo or rr (rtprio is "
+                         "theirs; the dispatcher's enforce = fifo runs workers at SCHED_FIFO 1)")
     if dispatcher is not None and rt_classes:
         raise spec_error("sched", "fifo/rr/deadline", "other, batch or idle under a user-space "
                          "dispatcher (enforce = fifo runs the chosen workers at SCHED_FIFO 1)")
@@ -387,6 +397,14 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         if any(t["io"] and "dsync" in t["io"] for t in tasks):
             hard += 60_000
     hard = _number("hard_timeout", hard, lo=1, allowed="a number > 0 (ms)")
+    if hard > MAX_RUN_MS:
+        # A run of real processes that would last days is a typo (det:1e300), and its timers
+        # would overflow the kernel's.
+        what = "hard_timeout" if spec.get("hard_timeout") is not None else \
+            ("time" if time_ is not None else "size")
+        raise spec_error(what, spec.get(what, f"{estimate:.3g} ms of work"),
+                         f"a run of real processes under {MAX_RUN_MS / 3_600_000:g} h "
+                         f"(this one would be bounded at {hard:.3g} ms)")
     if fifo:
         # enforce = fifo makes every worker an RT task: bound each one too.
         for t in tasks:
