@@ -652,6 +652,7 @@ class _Stats:
         self.summaries = pd.DataFrame({"world": ["sim"], "throughput": [1.0]})
         self.manifest = {"experiment": {}, "points": [{"workload.load": 0.5},
                                                       {"workload.load": 0.7}]}
+        self.time_unit = "ms"
 
     def metric(self, name: str) -> pd.DataFrame:
         return self.st
