@@ -496,6 +496,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a dead child its reparented parent has not reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_ctrl_c_kills_and_reaps_every_child():
     proc = subprocess.Popen([SCHEDLAB, "os", "--clients", "4", "--size", "det:100000",
                              "--time", "30000", "--quiet-wait", "0"], env=cli_env(),
@@ -514,6 +522,34 @@ def test_ctrl_c_kills_and_reaps_every_child():
     assert "killed and reaped" in err
     for pid in workers + [launcher]:
         assert not Path(f"/proc/{pid}").exists(), (pid, err)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=lambda s: signal.Signals(s).name)
+def test_whatever_kills_the_command_kills_the_run(sig):
+    # Issue 15: a closed terminal, `timeout`, systemd or kill -9 used to leave the launcher and
+    # real-time workers running to their own end. The launcher now dies with the command
+    # (PR_SET_PDEATHSIG), and the workers with the launcher.
+    proc = subprocess.Popen([SCHEDLAB, "os", "--clients", "2", "--size", "det:100000",
+                             "--sched", "fifo", "--rtprio", "10", "--time", "30000",
+                             "--quiet-wait", "0"], env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(workers) < 2:
+        launchers = _children(proc.pid)
+        workers = [w for launcher in launchers for w in _children(launcher)]
+        time.sleep(0.1)
+    assert len(workers) == 2, "the run did not start"
+    launcher = _children(proc.pid)[0]
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 5
+    alive = [launcher, *workers]
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if _running(p)]
+        time.sleep(0.05)
+    assert not alive, f"alive 5 s after {signal.Signals(sig).name}: {alive}"
 
 
 def test_run_until_precise_stops_when_precise_or_at_max_time():
