@@ -735,3 +735,23 @@ def test_the_report_writes_each_stored_schedule_as_a_perfetto_trace_and_lists_it
         assert label.startswith(runs.loc[run, "label"])
     # The runs of the report's point come first.
     assert runs.loc[listed[0][1], "point"] == report_context(res).point
+
+
+def test_a_schedule_too_large_for_the_report_is_named_not_written(tmp_path, monkeypatch):
+    from schedlab import report
+
+    out = tmp_path / "capped"
+    schedlab.run(SMALL, out=out)
+    res = schedlab.load_results(out)
+    sizes = {r: len(res.run_table(r, "schedule")) for r in res.summaries["run"]
+             if (out / "runs" / f"{r}.schedule.parquet").exists()}
+    cap = min(sizes.values())  # FCFS's 60 segments pass, the lottery runs' 184 do not
+    assert max(sizes.values()) > cap
+    monkeypatch.setattr(report, "TRACE_SLICES", cap)
+    text = make_report(out).read_text()
+    written = re.findall(r"<code>report/traces/(\w+)\.json</code>", text)
+    named = re.findall(r"\(run (\w+)\): ([\d,]+) segments, more than", text)
+    assert written and named
+    assert all(sizes[r] <= cap for r in written)
+    assert all(sizes[r] > cap and int(n.replace(",", "")) == sizes[r] for r, n in named)
+    assert sorted(p.stem for p in (out / "report" / "traces").iterdir()) == sorted(written)

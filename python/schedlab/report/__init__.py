@@ -75,15 +75,19 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     return out
 
 
-# At most this many runs' schedules are written as Perfetto traces beside the report.
+# At most this many runs' schedules are written as Perfetto traces beside the report, each of
+# at most TRACE_SLICES run segments (about 25 MB of JSON): a larger one is left to
+# `schedlab.trace.write_trace(res.run_result(run), path)`, and the report says so.
 TRACE_RUNS = 12
+TRACE_SLICES = 100_000
 
 
 @dataclass
 class TraceFile:
-    """A run's schedule written as a Chrome/Perfetto trace beside the report."""
+    """A run's schedule written as a Chrome/Perfetto trace beside the report (`path` None:
+    too large to write here)."""
 
-    path: Path
+    path: Path | None
     label: str
     slices: int
 
@@ -106,12 +110,15 @@ def write_traces(res: Any, ctx: Context, directory: Path) -> list[TraceFile]:
         result = res.run_result(row["run"])
         if result.schedule.empty:
             continue
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{row['run']}.json"
-        meta = write_trace(result, path)
         coords = ", ".join(f"{k}={row[k]}" for k in res.sweep_keys)
         label = (f"{row['label']} [{row['world']}]" + (f" ({coords})" if coords else "")
                  + f", replication {row['replication']}")
+        if len(result.schedule) > TRACE_SLICES:
+            out.append(TraceFile(None, f"{label} (run {row['run']})", len(result.schedule)))
+            continue
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{row['run']}.json"
+        meta = write_trace(result, path)
         out.append(TraceFile(path, label, int(meta["slices"])))
     return out
 
@@ -535,7 +542,11 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
                      "ui.perfetto.dev or in chrome://tracing (docs/trace.md).</p>"
                      '<ul class="traces">' + "".join(
                          f"<li><code>{_e(str(t.path.relative_to(res.dir)))}</code>: "
-                         f"{_e(t.label)}, {t.slices:,} slices</li>" for t in traces) + "</ul>")
+                         f"{_e(t.label)}, {t.slices:,} slices</li>" if t.path is not None
+                         else f"<li>{_e(t.label)}: {t.slices:,} segments, more than "
+                         f"{TRACE_SLICES:,}: not written here (schedlab.trace.write_trace("
+                         "results.run_result(run), path) writes it)</li>"
+                         for t in traces) + "</ul>")
     translation = _notes_html(res)
     if translation:
         parts.append(translation)
