@@ -10,6 +10,7 @@
 //! meanwhile (`pending`) does the worker wake it.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::{self, Read};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::AsRawFd;
@@ -218,6 +219,31 @@ pub struct Server {
     stats: Stats,
     /// Requests parsed in this round of events, admitted together.
     admits: Vec<(Box<Job>, Admit)>,
+    /// A descriptor held back for when the others run out (EMFILE): closed, it lets the server
+    /// accept a waiting connection to answer 503 and close it, instead of leaving it hanging.
+    reserve: Option<File>,
+    /// Connections may wait in the listen queue: accept stopped on an error (out of
+    /// descriptors), and the edge-triggered listener will not say so again.
+    accept_pending: bool,
+}
+
+/// The listen backlog asked for (the kernel caps it at net.core.somaxconn).
+const LISTEN_BACKLOG: i32 = 4096;
+
+/// Raises the soft limit on open descriptors to the hard one: each connection is one, and a
+/// server at the common default of 1,024 runs out long before `max_connections`.
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid rlimit struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 enum Flow {
@@ -255,6 +281,12 @@ impl Server {
             .next()
             .ok_or_else(|| SpecError::new("host", &cfg.host, "an address"))?;
         let mut listener = TcpListener::bind(addr).map_err(listen_error)?;
+        // mio listens with std's backlog of 128: a burst of connects overflows it and each
+        // dropped SYN costs its client a 1 s retransmit. Listening again raises it (the
+        // kernel caps it at net.core.somaxconn).
+        // SAFETY: listen on the descriptor the listener owns.
+        unsafe { libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG) };
+        raise_fd_limit();
         let system = |e: io::Error| SpecError::new("server", "(start)", e.to_string());
         let addr = listener.local_addr().map_err(system)?;
         let poll = Poll::new().map_err(system)?;
@@ -282,6 +314,8 @@ impl Server {
             aborted: AtomicU64::new(0),
         });
         Ok(Server {
+            reserve: File::open("/dev/null").ok(),
+            accept_pending: false,
             poll,
             listener: Some(listener),
             addr,
@@ -409,6 +443,9 @@ impl Server {
                 self.sweep(now);
                 last_sweep = now;
             }
+            if self.accept_pending {
+                self.accept(); // closes since may have freed descriptors
+            }
             if self.draining {
                 self.drain_inbox();
                 let busy = self
@@ -499,13 +536,49 @@ impl Server {
                     self.open += 1;
                     self.stats.connections += 1;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.accept_pending = false;
+                    return;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Out of descriptors (EMFILE) or a connection reset before accept: the
-                // listener stays registered and the next arrival retries.
-                Err(_) => return,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    // Out of descriptors: the edge-triggered listener will not wake us for
+                    // the connections already queued, so without this the server goes deaf
+                    // for good. With the reserve descriptor freed, take one and answer it
+                    // 503; without one, retry on the next sweep and after every close.
+                    self.accept_pending = true;
+                    if !self.shed_one() {
+                        return;
+                    }
+                }
+                // A connection reset before accept, or any other failure: try the next one,
+                // and once more on the next sweep.
+                Err(_) => {
+                    self.accept_pending = true;
+                    return;
+                }
             }
         }
+    }
+
+    /// Out of descriptors: gives back the reserve one, accepts a queued connection, answers it
+    /// 503 and closes it, then takes the reserve again. False when there is nothing to shed.
+    fn shed_one(&mut self) -> bool {
+        let (Some(listener), Some(reserve)) = (&self.listener, self.reserve.take()) else {
+            return false;
+        };
+        drop(reserve);
+        let shed = match listener.accept() {
+            Ok((stream, _)) => {
+                let msg = http::error_response(503, false);
+                let _ = (&stream).write_nonblocking(&msg);
+                self.stats.rejected += 1;
+                true
+            }
+            Err(_) => false,
+        };
+        self.reserve = File::open("/dev/null").ok();
+        shed
     }
 
     fn drain_inbox(&mut self) {
