@@ -457,6 +457,14 @@ impl Server {
                     break;
                 }
                 if now > drain_deadline {
+                    // The drain timeout is a bound: a worker still sending to a client that
+                    // does not read would hold the exit up to its send timeout (and again at
+                    // every wait). Shutting the busy connections down makes its send fail now.
+                    for e in self.entries.iter().flatten() {
+                        if e.conn.busy.load(SeqCst) {
+                            let _ = e.conn.stream.shutdown(Shutdown::Both);
+                        }
+                    }
                     forced = true;
                     break;
                 }

@@ -518,3 +518,28 @@ fn log_segments(path: &Path) -> Vec<(String, u64, u64, u64, Vec<(u16, u64, u64)>
         })
         .collect()
 }
+
+#[test]
+fn the_drain_timeout_bounds_a_stop_held_up_by_a_client_that_does_not_read() {
+    // Issue 15: with a client that stopped reading, the server was alive 40 s after SIGTERM
+    // with a drain timeout of 2 s: its worker waited on the socket up to the send timeout.
+    let dir = catalogue();
+    let mut sp = spec(dir.path());
+    sp.workers = Some(1);
+    sp.send_timeout = Some(60_000.0);
+    sp.drain_timeout = Some(300.0);
+    let r = start(sp);
+    let mut stuck = TcpStream::connect(r.addr).unwrap();
+    // A small receive buffer: the 4 MB file fills it and the socket's send buffer at once.
+    stuck
+        .write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300)); // the worker is now blocked sending
+    let t0 = Instant::now();
+    let stats = r.stop();
+    // 300 ms of drain, then the stuck send is cut: far from the 60 s send timeout.
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(!stats.drained);
+    assert_eq!(stats.aborted, 1);
+    drop(stuck);
+}
