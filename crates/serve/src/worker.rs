@@ -290,18 +290,26 @@ fn pread_exact(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     file.read_exact_at(buf, offset)
 }
 
-/// Waits until `fd` can take more bytes; an error on hang-up or after `timeout_ns`.
+/// Waits until `fd` can take more bytes; an error on hang-up, or once the client has taken
+/// nothing for `timeout_ns`. Progress is the socket's unsent queue shrinking: the kernel says
+/// "writable" only when half of a large send buffer is free, which a client reading steadily
+/// but slowly may take longer than the timeout to reach.
 fn wait_writable(fd: RawFd, timeout_ns: u64) -> io::Result<()> {
+    // Look at the queue this often while waiting.
+    const SLICE_NS: u64 = 100_000_000;
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLOUT,
         revents: 0,
     };
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-    };
+    let mut queued = unsent(fd);
+    let mut idle_ns = 0u64;
     loop {
+        let slice = SLICE_NS.min(timeout_ns - idle_ns).max(1);
+        let ts = libc::timespec {
+            tv_sec: (slice / 1_000_000_000) as libc::time_t,
+            tv_nsec: (slice % 1_000_000_000) as libc::c_long,
+        };
         // SAFETY: one valid pollfd and timespec, alive for the call; no signal mask.
         let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
         if n < 0 {
@@ -311,13 +319,34 @@ fn wait_writable(fd: RawFd, timeout_ns: u64) -> io::Result<()> {
             }
             return Err(e);
         }
-        if n == 0 {
-            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        if n > 0 {
+            if pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+            }
+            return Ok(());
         }
-        if pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
-            return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+        let now = unsent(fd);
+        if now < queued {
+            idle_ns = 0; // the client took some: it is reading, only slowly
+        } else {
+            idle_ns += slice;
+            if idle_ns >= timeout_ns {
+                return Err(io::Error::from(io::ErrorKind::TimedOut));
+            }
         }
-        return Ok(());
+        queued = now;
+    }
+}
+
+/// Bytes written to the socket that the client has not acknowledged (SIOCOUTQ).
+fn unsent(fd: RawFd) -> u64 {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int through the pointer.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+    if r == 0 {
+        n.max(0) as u64
+    } else {
+        u64::MAX // unknown: never counts as progress
     }
 }
 

@@ -543,3 +543,47 @@ fn the_drain_timeout_bounds_a_stop_held_up_by_a_client_that_does_not_read() {
     assert_eq!(stats.aborted, 1);
     drop(stuck);
 }
+
+#[test]
+fn a_slow_but_steady_reader_is_served_and_a_stalled_one_is_cut_at_the_send_timeout() {
+    // Issue 15: the send timeout counted each wait for writability, which comes only when half
+    // of the socket's queue is free: a client reading steadily at 64 KiB/s was cut off at 3 s.
+    // It now counts time without progress (the unsent queue not shrinking).
+    let dir = catalogue();
+    let mut sp = spec(dir.path());
+    sp.workers = Some(2);
+    sp.send_timeout = Some(400.0);
+    let r = start(sp);
+    let addr = r.addr;
+    let steady = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        // 16 KiB every 80 ms (200 KiB/s) for 3 s, seven and a half send timeouts.
+        let t0 = Instant::now();
+        let mut total = 0usize;
+        let mut chunk = vec![0u8; 16384];
+        while t0.elapsed() < Duration::from_secs(3) {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return (total, false),
+                Ok(n) => total += n,
+            }
+            std::thread::sleep(Duration::from_millis(80));
+        }
+        (total, true)
+    });
+    // A client that reads nothing is cut after the send timeout of no progress.
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    stalled
+        .write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let (total, open) = steady.join().unwrap();
+    assert!(open, "the steady reader was cut off after {total} bytes");
+    assert!(total > 300_000, "{total}");
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = r.stop();
+    // The stalled one was cut at its timeout; the steady one was still being served.
+    assert!(stats.aborted >= 1, "{}", stats.aborted);
+    drop(stalled);
+}
