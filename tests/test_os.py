@@ -258,6 +258,8 @@ def test_user_space_lottery_on_two_cpus_needs_a_global_view_and_lag_balance():
     base = {"policy": "lottery", "params": {"quantum": 2}, "time": 4000, "cpus": 2, "size": 1e6,
             "enforce": "fifo", **QUIET}
     plain = osrun.run({**base, "classes": LOTTERY})
+    # The task table says how the dispatcher ran them: SCHED_FIFO at priority 1 (issue 15).
+    assert (plain.tasks["policy"] == "fifo").all() and (plain.tasks["rtprio"] == 1).all()
     sim = schedlab.simulate("lottery", quantum=2, time=200_000, cpus=2, size="det:1e9",
                             think="det:0", classes=[{k: v for k, v in c.items()}
                                                     for c in LOTTERY])

@@ -24,6 +24,21 @@ JOB_EXTRAS = ["task_job", "cpu_time", "runqueue_wait", "held", "io", "voluntary"
               "involuntary"]
 
 POLICY_NAMES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
+# The real-time priority the dispatcher's enforce = fifo runs a chosen worker at
+# (crates/dispatch/src/worker.rs; 2 while it blocks, so that its wake-up is seen at once).
+ENFORCE_FIFO_RTPRIO = 1
+
+
+def _rtprio(task_plan: dict[str, Any], plan: dict[str, Any], applied: Any) -> int | None:
+    """A task's real-time priority: its own (sched fifo or rr), or the dispatcher's when it
+    enforces its choices with SCHED_FIFO; None for the others."""
+    own = task_plan["sched"].get("rtprio")
+    if own is not None:
+        return int(own)
+    d = plan.get("dispatcher")
+    if d is not None and d.get("enforce") == "fifo" and POLICY_NAMES.get(applied) == "fifo":
+        return ENFORCE_FIFO_RTPRIO
+    return None
 
 
 def _nan(v: Any) -> float:
@@ -207,7 +222,7 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
             "pid": t["pid"],
             "policy": POLICY_NAMES.get(t["policy_applied"], str(t["policy_applied"])),
             "nice": tp["sched"].get("nice"),
-            "rtprio": tp["sched"].get("rtprio"),
+            "rtprio": _rtprio(tp, plan, t["policy_applied"]),
             "tickets": tp["tickets"],
             "priority": tp["priority"],
             "weight": options["kernel_weights"][i] if dispatcher is None else tp["weight"],
