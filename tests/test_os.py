@@ -506,10 +506,18 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _sigint_default() -> None:
+    # A shell without job control starts background commands with SIGINT ignored, and a
+    # child inherits that: the suite run that way would see Ctrl-C do nothing (one way this
+    # test could run its full 30 s, as it did once). A terminal's Ctrl-C finds the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_kills_and_reaps_every_child():
     proc = subprocess.Popen([SCHEDLAB, "os", "--clients", "4", "--size", "det:100000",
                              "--time", "30000", "--quiet-wait", "0"], env=cli_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_default)
     workers: list[int] = []
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(workers) < 4:

@@ -568,6 +568,12 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as e:
         print(f"schedlab: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C anywhere a command did not handle it itself (before a run started, say): one
+        # line and the shell's code for SIGINT, never a traceback. Children die with us
+        # (schedlab.lifetime).
+        print("schedlab: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader left (`schedlab sim --json | head`): end quietly, as a shell tool does.
         # Python would print the error again on flushing stdout at exit; point it at devnull.
