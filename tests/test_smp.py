@@ -125,6 +125,25 @@ def test_pinned_start_load_series_shows_the_balancing():
     assert loads.groupby("cpu")["time_share"].sum().to_numpy() == pytest.approx([1.0, 1.0])
 
 
+def test_time_to_balance_is_the_first_balanced_sample():
+    # The linux balancer's idle CPU pulls 3 of the 7 tasks at once: 4/3 at the first sample
+    # with anything runnable (10 ms; the sample at 0 precedes the first arrivals), and stays.
+    spec = dict(clients=7, size="det:250", think="det:0", cpus=2, runqueues="per-cpu",
+                timeslice=100, start_pinned=0, time=2000, load_sample=10)
+    s = schedlab.simulate("rr", balancer="linux", **spec).summary
+    assert s["time_to_balance"] == 10.0
+    assert s["load_distribution"] == [4.0, 3.0] and s["load_distribution_start"] == []
+    # 200 samples after the release at 0 (0..2000 ms): only the empty one at 0 is unbalanced.
+    assert s["balanced_fraction"] == pytest.approx(200 / 201)
+    # Windows-like balancing keeps 6/1 (Windows.1.a): never balanced.
+    w = schedlab.simulate("rr", balancer="windows", **spec).summary
+    assert math.isnan(w["time_to_balance"]) and w["balanced_fraction"] == 0.0
+    assert w["load_distribution"] == [6.0, 1.0]
+    # No samples, or one global queue: nothing to say.
+    g = schedlab.simulate("rr", clients=3, size="det:10", cpus=2, time=100, load_sample=10)
+    assert math.isnan(g.summary["time_to_balance"]) and g.summary["load_distribution"] == []
+
+
 def test_without_a_balancer_pinned_tasks_stay():
     r = closed_pinned(4, 2, 100, 50, "none", cycles=20)
     assert set(r.jobs["cpu"]) == {0}

@@ -100,7 +100,7 @@ def os_summary(jobs: pd.DataFrame) -> dict:
     noise = {"noisy": False, "noise_reasons": [], "foreign_fraction": 0.0,
              "steal_fraction": 0.0}
     summary, classes, tasks = os_build._summary(raw, plan, options, measured, extras, shares,
-                                                pd.DataFrame(), 0, "test", noise)
+                                                pd.DataFrame(), None, 0, "test", noise)
     return {"summary": summary, "classes": classes, "tasks": tasks}
 
 
@@ -232,3 +232,25 @@ def test_real_worlds_take_warmup_auto_and_refuse_other_words():
     with pytest.raises(schedlab.SpecError, match="warmup = soon: expected a whole number"):
         build_plan({"policy": "fcfs", "clients": 2, "jobs": 4, "size": "det:5",
                     "warmup": "soon"})
+
+
+def test_os_time_to_balance_is_the_simulators_code():
+    """The os world's placement samples go through the model's balance code: pinned 7/0
+    until the release at 500 ms, then 6/1, 5/2, 4/3 (balanced 30 ms after it), 5/2, 4/3, 3/4."""
+    t = [480.0, 490.0, 500.0, 510.0, 530.0, 540.0, 550.0, 560.0]
+    cpu0 = [7, 7, 6, 5, 4, 5, 4, 3]
+    load = pd.DataFrame({"t": t, "cpu0": cpu0, "cpu1": [7 - c for c in cpu0]})
+    plan = {"tasks": [{"release_after": 500.0}] * 7}
+    samples = os_build._load_samples(load, plan, 1e9)
+    jobs = job_table()
+    counters = {"measure_start": 0.0, "measure_end": float(jobs["completion"].max()),
+                "load_samples": samples}
+    s, _, _ = results.summarize(jobs, [], CLASSES, counters)
+    assert s["load_distribution_start"] == [7.0, 0.0]
+    assert s["time_to_balance"] == 30.0
+    assert s["balanced_fraction"] == 0.5
+    assert s["load_distribution"] == [4.0, 3.0]
+    # Samples past the end of the contended run are left out: never balanced before 520 ms.
+    late = os_build._load_samples(load, plan, 520.0)
+    s, _, _ = results.summarize(jobs, [], CLASSES, dict(counters, load_samples=late))
+    assert math.isnan(s["time_to_balance"])

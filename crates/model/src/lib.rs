@@ -4,6 +4,7 @@
 //! tables. The simulator, the file server and the dispatcher of real processes depend on this
 //! crate, not on each other.
 
+pub mod balance;
 pub mod dist;
 pub mod entitlement;
 pub mod error;

@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::balance::{balance, Balance, LoadSamples};
 use crate::output::{Interval, SeriesStats};
 use crate::stats::{jain, Moments, Quantiles};
 
@@ -158,6 +159,8 @@ pub struct Counters {
     pub in_system_area: Option<f64>,
     /// Target relative half-width of the mean response's 95% interval (None: not asked).
     pub precision: Option<f64>,
+    /// Runnable jobs per CPU sampled over the run (per-CPU runqueues; None: not sampled).
+    pub load_samples: Option<LoadSamples>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -231,6 +234,14 @@ pub struct Summary {
     /// it (null when none was asked).
     pub precision: f64,
     pub precision_reached: Option<bool>,
+    /// From sampled runnable jobs per CPU (`crate::balance`; NaN or empty without samples):
+    /// the split before a pinned start was lifted, over the second half after it, the time
+    /// from the release to the first balanced split (Linux.1.a), and the share of samples
+    /// after the release that were balanced.
+    pub load_distribution_start: Vec<f64>,
+    pub load_distribution: Vec<f64>,
+    pub time_to_balance: f64,
+    pub balanced_fraction: f64,
 }
 
 /// The unit of every key of a [`Summary`], as tables, JSON (`units`) and plots print it. Times
@@ -290,6 +301,10 @@ pub const SUMMARY_UNITS: &[(&str, &str)] = &[
     ("response_mean_precision", "ratio"),
     ("precision", "ratio"),
     ("precision_reached", "bool"),
+    ("load_distribution_start", "jobs"),
+    ("load_distribution", "jobs"),
+    ("time_to_balance", "ms"),
+    ("balanced_fraction", "ratio"),
 ];
 
 /// Per class: moments, and quantiles when there is more than one class.
@@ -496,6 +511,16 @@ impl Summarizer {
             .precision
             .map(|p| rmean.uncorrelated && response_mean_precision <= p);
         let qs = self.q_slowdown.quantiles(&[0.99]);
+        let settled = c
+            .load_samples
+            .as_ref()
+            .and_then(balance)
+            .unwrap_or(Balance {
+                load_distribution_start: Vec::new(),
+                load_distribution: Vec::new(),
+                time_to_balance: f64::NAN,
+                balanced_fraction: f64::NAN,
+            });
         let utilization_per_cpu: Vec<f64> = c
             .busy_per_cpu
             .iter()
@@ -619,6 +644,10 @@ impl Summarizer {
             response_mean_precision,
             precision,
             precision_reached,
+            load_distribution_start: settled.load_distribution_start,
+            load_distribution: settled.load_distribution,
+            time_to_balance: settled.time_to_balance,
+            balanced_fraction: settled.balanced_fraction,
         };
         (summary, classes, task_rows)
     }

@@ -148,38 +148,22 @@ def _load(raw: dict[str, Any], plan: dict[str, Any]) -> pd.DataFrame:
     return table.reset_index().rename(columns={"index": "t"})
 
 
-def _balance(load: pd.DataFrame, plan: dict[str, Any], end_ms: float) -> dict[str, Any]:
-    """Load distribution before and after the release of a pinned start, and how long the
-    kernel took to reach the balanced split (study 002, Linux.1.a: ceil(n/m) and floor(n/m))."""
+def _release(plan: dict[str, Any]) -> float:
+    """When the pinned start was lifted (ms; 0: every task free from the start)."""
+    return min((t["release_after"] for t in plan["tasks"] if t["release_after"] is not None),
+               default=0.0)
+
+
+def _load_samples(load: pd.DataFrame, plan: dict[str, Any], end_ms: float
+                  ) -> dict[str, Any] | None:
+    """Runnable workers per CPU at each sample, for the summary's load split and time to
+    balance (`schedlab_model::balance`, the simulator's definition and code)."""
     if load.empty:
-        return {}
+        return None
     cols = [c for c in load.columns if c != "t"]
-    m = len(cols)
-    release = min((t["release_after"] for t in plan["tasks"] if t["release_after"] is not None),
-                  default=0.0)
-    live = load[load["t"] <= end_ms]
-    before = live[live["t"] < release] if release > 0 else live.iloc[:0]
-    after = live[live["t"] >= release]
-    out: dict[str, Any] = {"release_ms": release}
-    if not before.empty:
-        out["load_distribution_start"] = [float(before[c].mean()) for c in cols]
-    if after.empty:
-        return out
-    half = after[after["t"] >= after["t"].iloc[0] + (after["t"].iloc[-1] - after["t"].iloc[0]) / 2]
-    out["load_distribution"] = [float(half[c].mean()) for c in cols]
-    balanced_at = None
-    ok = []
-    for _, row in after.iterrows():
-        counts = sorted((int(row[c]) for c in cols), reverse=True)
-        n = sum(counts)
-        target = sorted(((n + m - 1 - i) // m for i in range(m)), reverse=True)
-        good = counts == target
-        ok.append(good)
-        if good and balanced_at is None:
-            balanced_at = float(row["t"]) - release
-    out["time_to_balance_ms"] = balanced_at if balanced_at is not None else math.nan
-    out["balanced_fraction"] = float(np.mean(ok)) if ok else math.nan
-    return out
+    return {"time": load["t"].astype(float).tolist(),
+            "runnable": load[cols].astype(int).to_numpy().tolist(),
+            "release": _release(plan), "end": end_ms}
 
 
 def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
@@ -260,11 +244,11 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
 
     load = _load(raw, plan)
     cpus = plan["cpus"]
-    summary, classes_df, common = _summary(raw, plan, options, measured, extras, shares, load,
-                                           warm, basis, noise)
-    tasks = common.merge(extras.drop(columns=["class", "migrations"]), on="task", how="left")
     stopped = raw["stopped_by_time"] or raw["stopped_precise"]
-    summary.update(_balance(load, plan, contended_end if stopped else wall))
+    samples = _load_samples(load, plan, contended_end if stopped else wall)
+    summary, classes_df, common = _summary(raw, plan, options, measured, extras, shares, load,
+                                           samples, warm, basis, noise)
+    tasks = common.merge(extras.drop(columns=["class", "migrations"]), on="task", how="left")
 
     env = dict(environment)
     agroups = sorted({t["autogroup"] for t in rt if t["autogroup"]})
@@ -332,7 +316,8 @@ def load_series(load: pd.DataFrame) -> pd.DataFrame:
 
 def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
              measured: pd.DataFrame, tasks: pd.DataFrame, shares: list[dict[str, Any]],
-             load: pd.DataFrame, warm: int, basis: str, noise: dict[str, Any]
+             load: pd.DataFrame, samples: dict[str, Any] | None, warm: int, basis: str,
+             noise: dict[str, Any]
              ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """The common summary (`schedlab.results.summarize`) of the measured jobs, and the os
     world's own keys."""
@@ -377,12 +362,14 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         if not load.empty else [math.nan] * len(cpus),
         "offered_load": math.nan, "sim_time": wall, "warmup_jobs": warm,
         "unfinished": unfinished, "precision": plan.get("precision"),
+        "load_samples": samples,
     }
     class_names = options["class_names"]
     s, classes, common = summarize(measured, shares, class_names, counters)
     s.update({
         # os-only keys
         "world": "os",
+        "release_ms": _release(plan) if samples is not None else math.nan,
         "dispatcher": dispatcher or "kernel",
         "tasks": len(plan["tasks"]),
         "wall_ms": wall,

@@ -2,6 +2,7 @@
 //! time, the measured window, events), the load tables and the per-task shares handed to the
 //! model's summary, which computes everything else the same way for every world.
 
+use schedlab_model::balance::LoadSamples;
 use schedlab_model::summary::{Counters, TaskInput};
 use schedlab_policy::JobId;
 use serde::Serialize;
@@ -106,6 +107,7 @@ impl Engine<'_> {
             completions_in_window: Some(a.completed_in_window),
             in_system_area: Some(a.in_system_area),
             precision: self.cfg.precision.map(|p| p.target),
+            load_samples: self.load_samples(end),
         };
         let (summary, classes, tasks) = self.acct.summary.finish(&counters, &tasks);
         Output {
@@ -117,6 +119,22 @@ impl Engine<'_> {
             jobs: self.acct.table,
             schedule: self.acct.schedule,
         }
+    }
+
+    /// The sampled runnable jobs per CPU, for the time to balance (per-CPU runqueues with
+    /// `load_sample` only). Tasks are free to move from the start: the release is at 0.
+    fn load_samples(&self, end: f64) -> Option<LoadSamples> {
+        let series = self.acct.series.as_ref().filter(|_| self.per_cpu)?;
+        let m = self.rqs.len();
+        Some(LoadSamples {
+            time: series.chunks(m).map(|c| c[0].time).collect(),
+            runnable: series
+                .chunks(m)
+                .map(|c| c.iter().map(|s| s.runnable).collect())
+                .collect(),
+            release: 0.0,
+            end,
+        })
     }
 
     /// Jobs still present at the end, and the work they received. A job in a fluid runqueue
