@@ -16,16 +16,21 @@ README = (ROOT / "README.md").read_text()
 RUNNABLE = ("sim", "theory", "policies", "run", "report")
 
 
-def readme_commands() -> list[list[str]]:
+def readme_commands() -> list[list[list[str]]]:
+    """The README's commands, a `report` together with the commands before it since the last
+    `run` (it reads what that run wrote), so that each group runs in one test, on one worker."""
     block = re.search(r"\*\*Command line\.\*\*.*?```sh\n(.*?)```", README, re.S).group(1)
     # Join continuation lines, drop comments.
     text = re.sub(r"\\\n\s*", " ", block)
-    commands = []
+    groups: list[list[list[str]]] = []
     for line in text.splitlines():
         argv = shlex.split(line, comments=True)
         if argv and argv[0] == "schedlab" and argv[1] in RUNNABLE:
-            commands.append(argv[1:])
-    return commands
+            if argv[1] == "report" and groups and groups[-1][0][0] == "run":
+                groups[-1].append(argv[1:])
+            else:
+                groups.append([argv[1:]])
+    return groups
 
 
 def test_the_tour_covers_every_world():
@@ -41,8 +46,13 @@ def workdir(tmp_path_factory) -> Path:
     return d
 
 
-@pytest.mark.parametrize("argv", readme_commands(), ids=lambda a: " ".join(a)[:40])
-def test_readme_command_runs(argv, workdir):
+@pytest.mark.parametrize("group", readme_commands(), ids=lambda g: " ".join(g[-1])[:40])
+def test_readme_command_runs(group, workdir):
+    for argv in group:
+        check_readme_command(argv, workdir)
+
+
+def check_readme_command(argv, workdir):
     # In the README's order: `report` reads what `run` wrote into results/rr.
     out = subprocess.run([SCHEDLAB, *argv], cwd=workdir, capture_output=True, text=True,
                          timeout=300, env=cli_env())

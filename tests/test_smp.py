@@ -144,6 +144,38 @@ def test_time_to_balance_is_the_first_balanced_sample():
     assert math.isnan(g.summary["time_to_balance"]) and g.summary["load_distribution"] == []
 
 
+def test_ideal_processors_are_their_own_key():
+    """Study 002's moderate load under Windows-like balancing. With `ideal = "start"` (the
+    default) the pinned start makes CPU 0 every task's ideal processor, so waking tasks queue
+    there (6/1 on the runqueues); with round-robin ideal processors (Windows at thread
+    creation) tasks started on CPU 0 drift to their ideal CPUs: 4/3, as Linux.1.a; with a list
+    naming CPU 1 for everyone, they gather there."""
+    spec = dict(clients=7, size="det:250", think="uniform:9,11", cpus=2, runqueues="per-cpu",
+                balancer="windows", timeslice=100, start_pinned=0, time=30000,
+                warmup_time=10000)
+    start = schedlab.simulate("rr", **spec).summary["runnable_mean_per_cpu"]
+    rr = schedlab.simulate("rr", ideal="round-robin", **spec).summary["runnable_mean_per_cpu"]
+    ones = schedlab.simulate("rr", ideal=[1], **spec).summary["runnable_mean_per_cpu"]
+    assert start[0] > 5.5 and start[1] == pytest.approx(1.0, abs=0.05)
+    assert rr == pytest.approx([3.96, 2.96], abs=0.03)
+    assert ones[1] > 5.5 and ones[0] == pytest.approx(1.0, abs=0.05)
+    # Heavy load: tasks never wake, so their ideal CPUs never matter (Windows.1.a holds).
+    r = closed_pinned(7, 2, 250, 100, "windows", ideal="round-robin", load_sample=50)
+    assert r.summary["load_distribution"] == [6.0, 1.0]
+
+
+@pytest.mark.parametrize(("value", "allowed"), [
+    ("sideways", "start, round-robin, or a list of CPU numbers"),
+    ([0, 2], "CPU numbers from 0 to 1"),
+])
+def test_ideal_refuses_what_it_cannot_place(value, allowed):
+    with pytest.raises(schedlab.SpecError, match="ideal") as e:
+        schedlab.simulate("rr", clients=2, cpus=2, runqueues="per-cpu", ideal=value, time=10)
+    assert allowed in str(e.value)
+    with pytest.raises(schedlab.SpecError, match="ideal.*runqueues = per-cpu"):
+        schedlab.simulate("rr", clients=2, cpus=2, ideal="round-robin", time=10)
+
+
 def test_without_a_balancer_pinned_tasks_stay():
     r = closed_pinned(4, 2, 100, 50, "none", cycles=20)
     assert set(r.jobs["cpu"]) == {0}

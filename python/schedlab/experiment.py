@@ -43,7 +43,7 @@ from schedlab.vocabulary import (
 from schedlab.worlds import WORLDS
 
 PLOTS = ("response", "percentiles", "throughput", "fairness", "share", "classes", "cdf",
-         "load", "load_series", "gantt")
+         "load", "load_series", "gantt", "balance")
 SECTIONS = ("experiment", "workload", "machine", "policy", "sweep", "report", "worlds",
             "quick")
 # Keys of [worlds.NAME] besides the world's [experiment] keys: how long a world runs.

@@ -64,6 +64,7 @@ pub struct SimSpec {
     pub cache_hot: Option<f64>,
     pub timeslice: Option<f64>,
     pub start_pinned: Option<u32>,
+    pub ideal: Option<IdealSpec>,
     pub boost: Option<String>,
     pub boost_max: Option<f64>,
     pub sleep_avg_max: Option<f64>,
@@ -178,6 +179,62 @@ pub enum IoDevice {
     Fcfs,
 }
 
+/// `ideal` as given: a word, or a list of CPUs.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum IdealSpec {
+    Word(String),
+    List(Vec<u32>),
+}
+
+/// How each task's ideal CPU, the one its wake-ups return to, is chosen.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ideal {
+    /// The CPU it started on (placement's choice, or `start_pinned`).
+    Start,
+    /// Task i (in creation order) gets CPU i mod m, as Windows assigns ideal processors at
+    /// thread creation, wherever the task starts.
+    RoundRobin,
+    /// Task i gets the (i mod len)-th CPU of the list.
+    List(Vec<u32>),
+}
+
+impl Ideal {
+    fn parse(given: &Option<IdealSpec>, cpus: usize) -> Result<Ideal, SpecError> {
+        const ALLOWED: &str = "start, round-robin, or a list of CPU numbers";
+        match given {
+            None => Ok(Ideal::Start),
+            Some(IdealSpec::Word(w)) => match w.to_ascii_lowercase().as_str() {
+                "start" => Ok(Ideal::Start),
+                "round-robin" | "rr" => Ok(Ideal::RoundRobin),
+                _ => Err(err("ideal", w, ALLOWED)),
+            },
+            Some(IdealSpec::List(l)) => {
+                if l.is_empty() {
+                    return Err(err("ideal", "[]", ALLOWED));
+                }
+                if let Some(&c) = l.iter().find(|&&c| c as usize >= cpus) {
+                    return Err(err(
+                        "ideal",
+                        c,
+                        &format!("CPU numbers from 0 to {}", cpus - 1),
+                    ));
+                }
+                Ok(Ideal::List(l.clone()))
+            }
+        }
+    }
+
+    /// The ideal CPU of the `i`-th task created, if this rule fixes it at creation.
+    pub fn at_creation(&self, i: u64, cpus: usize) -> Option<u32> {
+        match self {
+            Ideal::Start => None,
+            Ideal::RoundRobin => Some((i % cpus as u64) as u32),
+            Ideal::List(l) => Some(l[(i % l.len() as u64) as usize]),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Boost {
     None,
@@ -197,6 +254,7 @@ pub struct Machine {
     pub cache_hot: f64,
     pub timeslice: Option<f64>,
     pub start_pinned: Option<u32>,
+    pub ideal: Ideal,
     pub boost: Boost,
 }
 
@@ -525,6 +583,8 @@ impl SimSpec {
         };
         per_cpu_only("placement", self.placement.is_some())?;
         per_cpu_only("balancer", self.balancer.is_some())?;
+        per_cpu_only("ideal", self.ideal.is_some())?;
+        let ideal = Ideal::parse(&self.ideal, cpus)?;
         let placement = Placement::parse(self.placement.as_deref(), self.choices, cpus)?;
         let balancer = balance::Settings::parse(balance::Given {
             balancer: self.balancer.as_deref(),
@@ -564,6 +624,7 @@ impl SimSpec {
             cache_hot: non_negative("cache_hot", self.cache_hot, 0.5)?,
             timeslice: positive("timeslice", self.timeslice)?,
             start_pinned: self.start_pinned,
+            ideal,
             boost,
         })
     }

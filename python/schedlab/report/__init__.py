@@ -20,7 +20,7 @@ from schedlab.store import load_results
 
 __all__ = ["make_report", "report_context", "world_gap", "share_gap", "unprecise_runs"]
 
-OPTIONAL_PLOTS = ("load_series",)
+OPTIONAL_PLOTS = ("load_series", "balance")
 
 
 def _config(manifest: dict[str, Any]) -> Any:

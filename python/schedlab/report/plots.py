@@ -543,6 +543,16 @@ def response(ctx: Context) -> Plot:
                    "response_mean", theory=True)
 
 
+def balance(ctx: Context) -> Plot:
+    return _single(ctx, "balance", "Time to balance",
+                   "Time from the release of a pinned start to the first sample whose runnable "
+                   "tasks per CPU are the balanced split (⌈n/m⌉ on n mod m CPUs, ⌊n/m⌋ on the "
+                   "others: study 002's Linux.1.a), from runnable tasks sampled every "
+                   "load_sample ms: the simulator's series and the os world's placement "
+                   "samples, by one code. Its resolution is the sampling period.",
+                   "time_to_balance")
+
+
 def percentiles(ctx: Context) -> Plot:
     title = "Tail latency: p95 and p99 of response time"
     caption = ("Per-run percentiles, averaged over replications, with confidence bands "
@@ -983,5 +993,5 @@ def gantt(ctx: Context) -> Plot:
 PLOTTERS: dict[str, Callable[[Context], Plot]] = {
     "response": response, "percentiles": percentiles, "throughput": throughput,
     "fairness": fairness, "share": share, "classes": classes, "cdf": cdf, "load": load,
-    "load_series": load_series, "gantt": gantt,
+    "load_series": load_series, "gantt": gantt, "balance": balance,
 }

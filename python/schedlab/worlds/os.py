@@ -119,6 +119,7 @@ KEYS = {
     "balancer": maps(_placement_model), "balance_interval": maps(_placement_model),
     "balance_interval_max": maps(_placement_model), "imbalance": maps(_placement_model),
     "migration_cost": maps(_placement_model), "cache_hot": maps(_placement_model),
+    "ideal": maps(_placement_model),
     "timeslice": maps(_timeslice), "affinity": NATIVE, "start_pinned": maps(_start_pinned),
     "release_after": NATIVE,
     "boost": drops("the simulator's wake-up boosts are not applied to real processes"),

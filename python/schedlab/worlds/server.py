@@ -188,6 +188,7 @@ KEYS = {
     "runqueues": maps(_runqueues), "placement": drops(ONE_QUEUE), "choices": drops(ONE_QUEUE),
     "balancer": drops(ONE_QUEUE), "balance_interval": drops(ONE_QUEUE),
     "balance_interval_max": drops(ONE_QUEUE), "imbalance": drops(ONE_QUEUE),
+    "ideal": drops(ONE_QUEUE),
     "migration_cost": drops(ONE_QUEUE), "cache_hot": drops(ONE_QUEUE),
     "timeslice": refuses(NO_COUNTERPART), "affinity": refuses(NO_COUNTERPART),
     "start_pinned": refuses(NO_COUNTERPART), "release_after": refuses(NO_COUNTERPART),

@@ -144,6 +144,18 @@ def _class_affinity(t: Translation, i: int, key: str) -> None:
     c[key] = cpu_list(c[key])
 
 
+def _ideal(t: Translation, key: str) -> None:
+    """A word (start, round-robin) goes as it is; CPUs written as text ("0,1,1") become a
+    list."""
+    v = t.spec[key]
+    if isinstance(v, str) and v.strip().lower() in ("start", "round-robin", "rr"):
+        return
+    try:
+        t.spec[key] = cpu_list(v)
+    except ValueError:
+        t.refuse(t.path(key), v, "start, round-robin, or a list of CPU numbers")
+
+
 def _start_pinned(t: Translation, key: str) -> None:
     v = t.spec[key]
     if isinstance(v, int) and not isinstance(v, bool):
@@ -184,7 +196,7 @@ KEYS = {
     "choices": NATIVE, "balancer": NATIVE, "balance_interval": NATIVE,
     "balance_interval_max": NATIVE, "imbalance": NATIVE, "migration_cost": NATIVE,
     "cache_hot": NATIVE, "timeslice": NATIVE, "affinity": maps(_affinity),
-    "start_pinned": maps(_start_pinned),
+    "start_pinned": maps(_start_pinned), "ideal": maps(_ideal),
     "release_after": drops("no release in the simulator: tasks start on start_pinned's CPU "
                            "and the balancer may move them from the start"),
     "boost": NATIVE, "boost_max": NATIVE, "sleep_avg_max": NATIVE, "enforce": drops(),

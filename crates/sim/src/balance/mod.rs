@@ -4,6 +4,7 @@
 //! (`tick`), a CPU going idle (`idle`) and a task waking up (`wake`).
 
 mod linux;
+mod linux26;
 mod none;
 mod steal;
 mod windows;
@@ -12,12 +13,14 @@ use schedlab_policy::JobId;
 
 use crate::SpecError;
 
-pub const NAMES: &[&str] = &["none", "linux", "windows", "steal"];
+pub const NAMES: &[&str] = &["none", "linux", "linux26", "windows", "steal"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     None,
     Linux,
+    /// Linux 2.6.22's balancer, with its reluctance (one file, `linux26.rs`).
+    Linux26,
     Windows,
     Steal,
 }
@@ -50,6 +53,7 @@ impl Settings {
         let kind = match spec.balancer.map(str::to_ascii_lowercase).as_deref() {
             None | Some("none") => Kind::None,
             Some("linux") => Kind::Linux,
+            Some("linux26") => Kind::Linux26,
             Some("windows") => Kind::Windows,
             Some("steal") => Kind::Steal,
             Some(other) => {
@@ -65,8 +69,18 @@ impl Settings {
             Some(x) => Ok(x),
             None => Ok(default),
         };
-        let interval = positive("balance_interval", spec.balance_interval, 4.0)?;
-        let interval_max = positive("balance_interval_max", spec.balance_interval_max, 128.0)?;
+        // linux26: SD_CPU_INIT's min_interval and max_interval (before the busy factor).
+        let (default_min, default_max) = if kind == Kind::Linux26 {
+            (1.0, 4.0)
+        } else {
+            (4.0, 128.0)
+        };
+        let interval = positive("balance_interval", spec.balance_interval, default_min)?;
+        let interval_max = positive(
+            "balance_interval_max",
+            spec.balance_interval_max,
+            default_max,
+        )?;
         if interval_max < interval {
             return Err(bad(
                 "balance_interval_max",
@@ -85,20 +99,21 @@ impl Settings {
             ("balance_interval_max", spec.balance_interval_max.is_some()),
             ("imbalance", spec.imbalance.is_some()),
         ];
+        let linux = matches!(kind, Kind::Linux | Kind::Linux26);
         for (key, given) in linux_only {
-            if given && kind != Kind::Linux {
+            if given && !linux {
                 return Err(bad(
                     key,
                     "(given)".into(),
-                    "balancer = linux (it is a parameter of that balancer)",
+                    "balancer = linux or linux26 (it is a parameter of those balancers)",
                 ));
             }
         }
-        if spec.balance_interval.is_some() && !matches!(kind, Kind::Linux | Kind::Steal) {
+        if spec.balance_interval.is_some() && !(linux || kind == Kind::Steal) {
             return Err(bad(
                 "balance_interval",
                 "(given)".into(),
-                "balancer = linux or steal (it is a parameter of those balancers)",
+                "balancer = linux, linux26 or steal (it is a parameter of those balancers)",
             ));
         }
         Ok(Settings {
@@ -164,6 +179,7 @@ pub fn build(settings: &Settings, cpus: usize) -> Box<dyn Balancer> {
     match settings.kind {
         Kind::None => Box::new(none::NoBalancer),
         Kind::Linux => Box::new(linux::Linux::new(settings, cpus)),
+        Kind::Linux26 => Box::new(linux26::Linux26::new(settings, cpus)),
         Kind::Windows => Box::<windows::Windows>::default(),
         Kind::Steal => Box::new(steal::Steal::new(settings, cpus)),
     }
@@ -202,6 +218,8 @@ pub(crate) mod test_view {
         pub running: Vec<bool>,
         pub draws: Vec<usize>,
         pub moves: Vec<(u32, usize, usize)>,
+        /// Jobs that ran recently on their CPU.
+        pub hot: Vec<u32>,
     }
 
     impl Fake {
@@ -224,6 +242,7 @@ pub(crate) mod test_view {
                 running: running.to_vec(),
                 draws: Vec::new(),
                 moves: Vec::new(),
+                hot: Vec::new(),
             }
         }
         pub fn runnable_all(&self) -> Vec<u32> {
@@ -250,7 +269,7 @@ pub(crate) mod test_view {
                 out.push(Queued {
                     job: JobId(id),
                     weight: w,
-                    cache_hot: false,
+                    cache_hot: self.hot.contains(&id),
                 });
             }
         }

@@ -8,7 +8,7 @@ use schedlab_policy::{Carry, Dequeue, Enqueue, JobId, JobView};
 use super::results::Segment;
 use super::{Engine, EPS, NONE};
 use crate::balance::{self, Queued};
-use crate::spec::Boost;
+use crate::spec::{Boost, Ideal};
 
 impl Engine<'_> {
     /// Places a newly runnable job (new task, wake-up) and enqueues it.
@@ -74,10 +74,15 @@ impl Engine<'_> {
             (j.task as usize, j.view.class as usize)
         };
         let new = why == Enqueue::Arrival;
+        // With `ideal = start` a task's ideal CPU is where it starts; other rules fixed it
+        // when the task was created.
+        let ideal_at_start = m.ideal == Ideal::Start;
         if new {
             if let Some(pinned) = m.start_pinned {
                 let c = pinned as usize;
-                self.tasks[task].ideal = c as u32;
+                if ideal_at_start {
+                    self.tasks[task].ideal = c as u32;
+                }
                 self.assign(task, id, c);
                 return c;
             }
@@ -107,7 +112,7 @@ impl Engine<'_> {
         };
         let placed = match chosen {
             Some(c) => {
-                if new {
+                if new && ideal_at_start {
                     self.tasks[task].ideal = c as u32;
                 }
                 c

@@ -231,6 +231,8 @@ struct Engine<'a> {
     balancer: Option<Box<dyn Balancer>>,
     balance_at: f64,
     next_ideal: usize,
+    /// Tasks created so far (the creation order of `ideal`).
+    tasks_created: u64,
     now: f64,
     // Arrival sources.
     next_open: f64,
@@ -421,6 +423,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         balance_at: balancer.as_ref().map_or(f64::INFINITY, |b| b.next_tick()),
         balancer,
         next_ideal: 0,
+        tasks_created: 0,
         now: 0.0,
         next_open: f64::INFINITY,
         trace_at: 0,

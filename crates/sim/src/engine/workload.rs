@@ -56,11 +56,14 @@ impl Engine<'_> {
     }
 
     pub(super) fn new_task(&mut self, class: u32, client: i64) -> u32 {
+        let m = &self.cfg.machine;
+        let ideal = m.ideal.at_creation(self.tasks_created, m.cpus);
+        self.tasks_created += 1;
         let task = Task {
             class,
             client,
             home: 0,
-            ideal: 0,
+            ideal: ideal.unwrap_or(0),
             last_cpu: NONE,
             slice_left: 0.0,
             submitted: 0,
