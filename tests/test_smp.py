@@ -144,6 +144,28 @@ def test_time_to_balance_is_the_first_balanced_sample():
     assert math.isnan(g.summary["time_to_balance"]) and g.summary["load_distribution"] == []
 
 
+def test_release_after_holds_the_pin_then_each_balancer_notices_at_its_pass():
+    """`release_after`: nothing runs off CPU 0 before it; then the balancer moves work at its
+    next pass. Linux 2.6.22's idle CPU balances every 1-4 ms (no busy factor while idle): the
+    first sample after the release is balanced. The modern-like linux balancer's idle CPU
+    found nothing to move for 200 ms, so its interval had doubled to 128 ms."""
+    spec = dict(clients=7, size="det:250", think="det:0", cpus=2, runqueues="per-cpu",
+                timeslice=100, start_pinned=0, release_after=200, time=1000, load_sample=10,
+                keep_schedule=True)
+    old = schedlab.simulate("rr", balancer="linux26", **spec)
+    seg = old.schedule
+    assert seg[seg["cpu"] == 1]["start"].min() >= 200
+    s = old.summary
+    assert s["time_to_balance"] == 10.0 and s["load_distribution"] == [4.0, 3.0]
+    # Before the release: the sample at 0 (nothing yet), then 7/0 every 10 ms.
+    assert s["load_distribution_start"] == pytest.approx([7 * 19 / 20, 0.0])
+    new = schedlab.simulate("rr", balancer="linux", **spec).summary
+    assert 10.0 < new["time_to_balance"] <= 130.0
+    with pytest.raises(schedlab.SpecError, match="release_after.*start_pinned"):
+        schedlab.simulate("rr", clients=2, cpus=2, runqueues="per-cpu", release_after=5,
+                          time=10)
+
+
 def test_ideal_processors_are_their_own_key():
     """Study 002's moderate load under Windows-like balancing. With `ideal = "start"` (the
     default) the pinned start makes CPU 0 every task's ideal processor, so waking tasks queue

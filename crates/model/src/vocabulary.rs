@@ -146,7 +146,7 @@ pub const KEYS: &[Key] = &[
     key("affinity", S::Machine, F::Cpus, U::Cpus, "CPUs every task may run on (a class's own affinity overrides it)"),
     key("start_pinned", S::Machine, F::Cpus, U::Cpus, "every task starts confined to this CPU (then balancing may move it)"),
     key("ideal", S::Machine, F::Cpus, U::Cpus, "ideal CPU of each task, where its wake-ups return (placement rr, the windows balancer): start (the CPU it started on; default), round-robin (task i gets CPU i mod m, as Windows assigns ideal processors at thread creation, wherever the task starts) or a list of CPUs given to the tasks in turn"),
-    key("release_after", S::Machine, F::Float, U::Time, "ms after the start at which pinned tasks get their full affinity (os)"),
+    key("release_after", S::Machine, F::Float, U::Time, "ms after the start at which tasks started on start_pinned may run anywhere; default 0 in the simulator (free at once: the balancer may move them from the start)"),
     key("boost", S::Machine, F::Text, U::Text, "wake-up boosts of priority: none, windows (by I/O kind, decays a level per quantum) or linux26 (interactivity bonus); default none"),
     key("boost_max", S::Machine, F::Float, U::Ratio, "linux26: largest bonus in priority levels; default 5"),
     key("sleep_avg_max", S::Machine, F::Float, U::Time, "linux26: sleep average that earns the full bonus (ms); default 1000"),

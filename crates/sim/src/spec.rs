@@ -64,6 +64,7 @@ pub struct SimSpec {
     pub cache_hot: Option<f64>,
     pub timeslice: Option<f64>,
     pub start_pinned: Option<u32>,
+    pub release_after: Option<f64>,
     pub ideal: Option<IdealSpec>,
     pub boost: Option<String>,
     pub boost_max: Option<f64>,
@@ -254,6 +255,8 @@ pub struct Machine {
     pub cache_hot: f64,
     pub timeslice: Option<f64>,
     pub start_pinned: Option<u32>,
+    /// Until this instant (ms) tasks may run only on `start_pinned`'s CPU (0: free at once).
+    pub release_after: f64,
     pub ideal: Ideal,
     pub boost: Boost,
 }
@@ -601,6 +604,14 @@ impl SimSpec {
                 ));
             }
         }
+        let release_after = non_negative("release_after", self.release_after, 0.0)?;
+        if self.release_after.is_some() && self.start_pinned.is_none() {
+            return Err(err(
+                "release_after",
+                release_after,
+                "start_pinned (it lifts that pin)",
+            ));
+        }
         let boost = match word(
             "boost",
             &self.boost,
@@ -624,6 +635,7 @@ impl SimSpec {
             cache_hot: non_negative("cache_hot", self.cache_hot, 0.5)?,
             timeslice: positive("timeslice", self.timeslice)?,
             start_pinned: self.start_pinned,
+            release_after,
             ideal,
             boost,
         })

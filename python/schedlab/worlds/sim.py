@@ -197,8 +197,7 @@ KEYS = {
     "balance_interval_max": NATIVE, "imbalance": NATIVE, "migration_cost": NATIVE,
     "cache_hot": NATIVE, "timeslice": NATIVE, "affinity": maps(_affinity),
     "start_pinned": maps(_start_pinned), "ideal": maps(_ideal),
-    "release_after": drops("no release in the simulator: tasks start on start_pinned's CPU "
-                           "and the balancer may move them from the start"),
+    "release_after": NATIVE,
     "boost": NATIVE, "boost_max": NATIVE, "sleep_avg_max": NATIVE, "enforce": drops(),
     "buffer": drops("not modelled: the simulator's queue is unbounded (the server's master "
                     "blocks when the buffer is full)"),

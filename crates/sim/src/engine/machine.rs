@@ -132,8 +132,19 @@ impl Engine<'_> {
         };
         let mut c = placed;
         self.with_balancer(|b, e| c = b.wake(id, placed, last, e));
+        if let Some(pin) = self.pinned_now() {
+            c = pin;
+        }
         self.assign(task, id, c);
         c
+    }
+
+    /// The CPU every task is confined to now: `start_pinned`'s until `release_after`.
+    fn pinned_now(&self) -> Option<usize> {
+        let m = &self.cfg.machine;
+        m.start_pinned
+            .filter(|_| self.now < m.release_after)
+            .map(|c| c as usize)
     }
 
     /// Makes `c` the home CPU of the task (for placement by least load).
@@ -512,6 +523,9 @@ impl balance::View for Engine<'_> {
         out.extend(list.into_iter().map(|(_, q)| q));
     }
     fn allowed(&self, job: JobId, cpu: usize) -> bool {
+        if self.pinned_now().is_some_and(|pin| pin != cpu) {
+            return false;
+        }
         let a = &self.cfg.classes[self.jobs[job.index()].view.class as usize].affinity;
         a.is_empty() || a.contains(&(cpu as u32))
     }

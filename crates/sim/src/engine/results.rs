@@ -122,7 +122,7 @@ impl Engine<'_> {
     }
 
     /// The sampled runnable jobs per CPU, for the time to balance (per-CPU runqueues with
-    /// `load_sample` only). Tasks are free to move from the start: the release is at 0.
+    /// `load_sample` only), from the release of a pinned start (`release_after`, 0 without).
     fn load_samples(&self, end: f64) -> Option<LoadSamples> {
         let series = self.acct.series.as_ref().filter(|_| self.per_cpu)?;
         let m = self.rqs.len();
@@ -132,7 +132,7 @@ impl Engine<'_> {
                 .chunks(m)
                 .map(|c| c.iter().map(|s| s.runnable).collect())
                 .collect(),
-            release: 0.0,
+            release: self.cfg.machine.release_after,
             end,
         })
     }
