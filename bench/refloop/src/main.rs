@@ -5,7 +5,11 @@
 //! beside `schedlab.simulate` and reports schedlab's throughput as a fraction of this one.
 //!
 //! refloop --policy fcfs|srpt|ps|rr [--quantum Q] --jobs N --seed S [--arrival D] [--size D]
+//!         [--summary]
 //! prints one JSON line: jobs, seconds (the loop alone, set-up excluded), response_mean.
+//! `--summary` also streams every completed job into schedlab's own summary
+//! (`schedlab_model::summary::Summarizer`, what the simulator does per job): the loop's speed
+//! then is the ceiling of any engine that keeps today's summary.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -15,6 +19,7 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use schedlab_model::dist::Dist;
+use schedlab_model::summary::{JobRow, Summarizer};
 
 /// An event time ordered totally (the heap is a min-heap through `Reverse`).
 #[derive(Clone, Copy, PartialEq, PartialOrd)]
@@ -69,17 +74,45 @@ impl Source {
     }
 }
 
-/// Mean response over the completed jobs.
+/// Mean response over the completed jobs, and with `--summary` schedlab's summary of them.
 #[derive(Default)]
 struct Responses {
     n: u64,
     sum: f64,
+    summary: Option<Summarizer>,
 }
 
 impl Responses {
+    fn new(summary: bool) -> Responses {
+        Responses {
+            summary: summary.then(|| Summarizer::new(vec!["all".into()], 0)),
+            ..Responses::default()
+        }
+    }
+
     fn add(&mut self, r: f64) {
         self.n += 1;
         self.sum += r;
+    }
+
+    /// A job of `size` that arrived at `arrival` completes at `now` (`--summary`).
+    fn add_summarized(&mut self, arrival: f64, size: f64, now: f64) {
+        let r = now - arrival;
+        self.add(r);
+        if let Some(s) = &mut self.summary {
+            s.add(&JobRow {
+                client: -1,
+                class: 0,
+                arrival,
+                completion: now,
+                size,
+                wait: r - size,
+                response: r,
+                slowdown: r / size,
+                context_switches: 0.0,
+                migrations: 0.0,
+            });
+        }
     }
 }
 
@@ -87,7 +120,7 @@ fn fcfs(src: &mut Source) -> Responses {
     let mut events = Events::new();
     let mut queue: VecDeque<(f64, f64)> = VecDeque::new();
     let mut running: Option<f64> = None;
-    let mut out = Responses::default();
+    let mut out = Responses::new(false);
     src.next(0.0, &mut events);
     while let Some(Reverse((Time(now), ev))) = events.pop() {
         match ev {
@@ -113,6 +146,38 @@ fn fcfs(src: &mut Source) -> Responses {
     out
 }
 
+/// FCFS as above, each completed job also streamed into schedlab's summary (`--summary`).
+fn fcfs_summarized(src: &mut Source) -> Responses {
+    let mut events = Events::new();
+    let mut queue: VecDeque<(f64, f64)> = VecDeque::new();
+    let mut running: Option<(f64, f64)> = None;
+    let mut out = Responses::new(true);
+    src.next(0.0, &mut events);
+    while let Some(Reverse((Time(now), ev))) = events.pop() {
+        match ev {
+            Event::Arrival => {
+                let size = src.size();
+                src.next(now, &mut events);
+                if running.is_none() {
+                    running = Some((now, size));
+                    events.push(Reverse((Time(now + size), Event::RunEnd(0))));
+                } else {
+                    queue.push_back((now, size));
+                }
+            }
+            Event::RunEnd(_) => {
+                let (arrival, size) = running.take().expect("a job runs");
+                out.add_summarized(arrival, size, now);
+                if let Some((arrival, size)) = queue.pop_front() {
+                    running = Some((arrival, size));
+                    events.push(Reverse((Time(now + size), Event::RunEnd(0))));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Preemptive shortest remaining processing time.
 fn srpt(src: &mut Source) -> Responses {
     let mut events = Events::new();
@@ -121,7 +186,7 @@ fn srpt(src: &mut Source) -> Responses {
     // The running job: arrival, remaining at `since`, since.
     let mut running: Option<(f64, f64, f64)> = None;
     let mut version = 0u64;
-    let mut out = Responses::default();
+    let mut out = Responses::new(false);
     src.next(0.0, &mut events);
     while let Some(Reverse((Time(now), ev))) = events.pop() {
         match ev {
@@ -168,7 +233,7 @@ fn ps(src: &mut Source) -> Responses {
     let mut virtual_now = 0.0;
     let mut last = 0.0;
     let mut version = 0u64;
-    let mut out = Responses::default();
+    let mut out = Responses::new(false);
     src.next(0.0, &mut events);
     while let Some(Reverse((Time(now), ev))) = events.pop() {
         let n = present.len();
@@ -205,7 +270,7 @@ fn rr(src: &mut Source, quantum: f64) -> Responses {
     let mut queue: VecDeque<(f64, f64)> = VecDeque::new();
     // The running job: arrival, remaining after this run, and whether this run finishes it.
     let mut running: Option<(f64, f64)> = None;
-    let mut out = Responses::default();
+    let mut out = Responses::new(false);
     let start = |job: (f64, f64), now: f64, events: &mut Events| {
         let run = job.1.min(quantum);
         events.push(Reverse((Time(now + run), Event::RunEnd(0))));
@@ -279,8 +344,14 @@ fn main() -> ExitCode {
         issued: 0,
         jobs,
     };
+    let summarized = args.iter().any(|a| a == "--summary");
+    if summarized && policy != "fcfs" {
+        eprintln!("refloop: --summary = (given): expected --policy fcfs (its only use)");
+        return ExitCode::from(2);
+    }
     let clock = Instant::now();
     let out = match policy.as_str() {
+        "fcfs" if summarized => fcfs_summarized(&mut src),
         "fcfs" => fcfs(&mut src),
         "srpt" => srpt(&mut src),
         "ps" => ps(&mut src),
