@@ -159,7 +159,7 @@ pub const KEYS: &[Key] = &[
     key("max_connections", S::Machine, F::Int, U::Count, "server: open connections at most; default 10000"),
     key("header_timeout", S::Machine, F::Float, U::Time, "server: ms to receive a request head once begun; default 10000"),
     key("idle_timeout", S::Machine, F::Float, U::Time, "server: ms a kept-alive connection may idle; default 30000"),
-    key("send_timeout", S::Machine, F::Float, U::Time, "server: ms a worker waits for a slow reader; default 30000"),
+    key("send_timeout", S::Machine, F::Float, U::Time, "server: ms a response may go without its client taking any of it before it is closed (a stalled reader is parked, not waited for); default 30000"),
     key("drain_timeout", S::Machine, F::Float, U::Time, "server: ms to finish requests in flight at stop; default 30000"),
 
     key("seed", S::Experiment, F::Int, U::Count, "random seed; same seed, same run; default 1"),

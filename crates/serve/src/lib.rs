@@ -5,6 +5,7 @@
 //! - [`server`]: the master thread (accept, parse, resolve, admit) and connection handling;
 //! - [`queue`]: the bounded buffer, one `Mutex` and two `Condvar`s, ordered by the policy;
 //! - [`worker`]: the worker pool, packet by packet, with the emulated [`cost`];
+//! - [`park`]: requests whose client's socket is full, off the workers until it drains;
 //! - [`http`], [`root`]: request parsing (httparse) and safe path resolution (openat2);
 //! - [`load`]: closed and open loop generators, file catalogues, Zipf, scripted bursts.
 
@@ -14,6 +15,7 @@ pub mod cost;
 pub mod fuzzing;
 pub mod http;
 pub mod load;
+pub mod park;
 pub mod queue;
 pub mod root;
 pub mod server;

@@ -10,6 +10,14 @@
 //! A request set aside between turns (round robin) or preempted (SRPT, priority) re-enters
 //! without waiting for room: a worker never blocks on the master, so the buffer may hold up to
 //! `buffer + workers` requests for a moment.
+//!
+//! A request whose client's socket is full *parks* (see `worker.rs` and `park.rs`): it blocks
+//! as a job waiting on I/O does in the simulator, `dequeue(Sleep)` after its turn is charged,
+//! and holds no room in the buffer while parked (it is still "in the system" for the drain).
+//! When the socket is writable again it wakes, `enqueue(Wakeup)`, and may preempt as an
+//! arrival may; it re-enters without waiting for room, as a request between turns does. A
+//! parked request that is closed (send timeout, hang-up, end of the run) wakes and exits at
+//! once for the policy, so that the policy forgets it as it forgets any request that exits.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -335,6 +343,56 @@ impl<J> Queue<J> {
         }
     }
 
+    /// The request on `worker` met a full socket after sending `bytes` in `packets` packets
+    /// this turn: it leaves the worker and blocks (`dequeue(Sleep)`) until [`Queue::wake`] or
+    /// [`Queue::abandon`].
+    pub fn park(&self, worker: usize, id: JobId, bytes: u64, packets: f64) {
+        let mut st = self.lock();
+        let now = self.now();
+        let view = Self::charge(&mut st, id, bytes, packets, now);
+        st.policy.dequeue(&view, now, Dequeue::Sleep);
+        st.running[worker] = None;
+        self.progress[worker].store(0, Ordering::Relaxed);
+    }
+
+    /// A parked request can go on (its socket is writable since `since_ns`): it re-enters
+    /// the policy's queue as a waking job. `Err(job)` once closed.
+    pub fn wake(&self, id: JobId, job: J, since_ns: u64) -> Result<(), J> {
+        let mut st = self.lock();
+        if st.closed {
+            return Err(job);
+        }
+        let now = self.now();
+        let view = st.slots[id.index()].view.clone();
+        st.policy.enqueue(&view, now, Enqueue::Wakeup);
+        if st.idle_workers == 0 {
+            self.mark_preemption(&st, &view, now);
+        }
+        let slot = &mut st.slots[id.index()];
+        slot.job = Some(job);
+        slot.since_ns = since_ns;
+        if st.idle_workers > 0 {
+            self.not_empty.notify_one();
+        }
+        Ok(())
+    }
+
+    /// A parked request is closed without being served further: for the policy it wakes and
+    /// exits (a sleeping job never exits in the simulator, and an exit is what makes a
+    /// policy forget a job); its slot is freed.
+    pub fn abandon(&self, id: JobId) {
+        let mut st = self.lock();
+        let now = self.now();
+        let view = st.slots[id.index()].view.clone();
+        st.policy.enqueue(&view, now, Enqueue::Wakeup);
+        st.policy.dequeue(&view, now, Dequeue::Exit);
+        let slot = &mut st.slots[id.index()];
+        slot.live = false;
+        slot.job = None;
+        st.free.push(id.0);
+        st.in_system -= 1;
+    }
+
     /// The request on `worker` is done (or abandoned); its slot is freed.
     pub fn finish(&self, worker: usize, id: JobId, bytes: u64, packets: f64) {
         let mut st = self.lock();
@@ -447,6 +505,51 @@ mod tests {
         assert!(!q.preempted(0), "the flag clears once read");
         q.requeue(0, t.id, t.job, 1000, 1.0, Enqueue::Preempted { ran: 1.0 });
         assert_eq!(q.pop(0).unwrap().job, 2);
+    }
+
+    #[test]
+    fn a_parked_request_wakes_behind_waiting_ones_and_an_abandoned_one_leaves() {
+        // FCFS by readiness: a woken request goes to the back, as a job back from I/O.
+        let q: Queue<&str> = Queue::new(build("fcfs", &Params::new(), 1).unwrap(), 10, 1);
+        q.push("a", admit(100)).unwrap();
+        q.push("b", admit(100)).unwrap();
+        let a = q.pop(0).unwrap();
+        q.park(0, a.id, 40, 1.0);
+        assert_eq!(
+            (q.waiting(), q.in_system()),
+            (1, 2),
+            "parked: not waiting, in system"
+        );
+        q.wake(a.id, a.job, now_ns()).unwrap();
+        let order: Vec<&str> = (0..2)
+            .map(|_| {
+                let t = q.pop(0).unwrap();
+                q.finish(0, t.id, 60, 1.0);
+                t.job
+            })
+            .collect();
+        assert_eq!(order, ["b", "a"]);
+        // SRPT: a request that wakes with fewer bytes left than the running one preempts it.
+        let q: Queue<u32> = Queue::new(build("srpt", &Params::new(), 1).unwrap(), 10, 1);
+        q.push(1, admit(1000)).unwrap();
+        let small = q.pop(0).unwrap();
+        q.park(0, small.id, 900, 1.0);
+        q.push(2, admit(500)).unwrap();
+        let _big = q.pop(0).unwrap();
+        q.wake(small.id, small.job, now_ns()).unwrap();
+        assert!(q.preempted(0), "100 bytes left beat 500");
+        // Abandoned while parked: its slot is free and the system empty of it.
+        let q: Queue<u32> = Queue::new(build("rr", &Params::new(), 1).unwrap(), 10, 1);
+        q.push(7, admit(1000)).unwrap();
+        let t = q.pop(0).unwrap();
+        q.park(0, t.id, 10, 0.5);
+        q.abandon(t.id);
+        assert_eq!((q.waiting(), q.in_system()), (0, 0));
+        q.close();
+        assert!(
+            q.wake(t.id, 7, now_ns()).is_err(),
+            "no wake-up into a closed queue"
+        );
     }
 
     #[test]

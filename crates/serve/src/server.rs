@@ -29,6 +29,7 @@ use serde::Serialize;
 use crate::clock::{ms_since, now_ns};
 use crate::config::ServeConfig;
 use crate::http::{self, Method, Parsed};
+use crate::park::{self, Lot};
 use crate::queue::{Admit, Queue};
 use crate::root::{decode_target, Root};
 use crate::worker::{self, Job};
@@ -99,6 +100,10 @@ pub struct Record {
     pub completion_ns: u64,
     pub wait_ns: u64,
     pub service_ns: u64,
+    /// Time parked on a full socket, waiting for the client to read (in `completion_ns −
+    /// arrival_ns`, in neither `wait_ns` nor `service_ns`), and how many times it parked.
+    pub parked_ns: u64,
+    pub parks: u32,
     pub turns: u32,
     pub switches: u32,
     pub workers: u32,
@@ -130,6 +135,8 @@ fn segments_field<S: serde::Serializer>(
 pub struct Shared {
     pub cfg: ServeConfig,
     pub queue: Queue<Box<Job>>,
+    /// Requests waiting for their client to read (a full socket), off the workers.
+    pub lot: Lot,
     pub draining: AtomicBool,
     inbox: Mutex<Vec<(Arc<Conn>, Msg)>>,
     waker: Arc<Waker>,
@@ -207,6 +214,8 @@ pub struct Server {
     listener: Option<TcpListener>,
     addr: SocketAddr,
     sh: Arc<Shared>,
+    /// The parking lot's poller, until its thread takes it.
+    lot_poll: Option<Poll>,
     root: Root,
     entries: Vec<Option<Entry>>,
     free: Vec<usize>,
@@ -296,6 +305,7 @@ impl Server {
         let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(system)?);
         let policy = schedlab_policy::build(&cfg.policy, &cfg.params, cfg.seed)?;
         let queue = Queue::new(policy, cfg.buffer, cfg.workers);
+        let (lot, lot_poll) = Lot::new().map_err(system)?;
         let stats = Stats {
             policy: cfg.policy.clone(),
             workers: cfg.workers,
@@ -307,6 +317,7 @@ impl Server {
             busy_ns: (0..cfg.workers).map(|_| AtomicU64::new(0)).collect(),
             cfg,
             queue,
+            lot,
             draining: AtomicBool::new(false),
             inbox: Mutex::new(Vec::new()),
             waker,
@@ -317,6 +328,7 @@ impl Server {
             reserve: File::open("/dev/null").ok(),
             accept_pending: false,
             poll,
+            lot_poll: Some(lot_poll),
             listener: Some(listener),
             addr,
             sh,
@@ -394,6 +406,14 @@ impl Server {
                     .spawn(move || worker::run(sh, w, log))
             })
             .collect::<io::Result<_>>()?;
+        let lot = {
+            let sh = self.sh.clone();
+            let log = log_tx.clone();
+            let poll = self.lot_poll.take().expect("a server runs once");
+            std::thread::Builder::new()
+                .name("schedlab-park".into())
+                .spawn(move || park::run(sh, poll, log))?
+        };
         drop(log_tx);
         if self.sh.cfg.announce {
             use std::io::Write;
@@ -476,6 +496,9 @@ impl Server {
         for w in workers {
             let _ = w.join();
         }
+        // No worker parks any more: what is still parked is closed, counted and logged.
+        self.sh.lot.stop();
+        let _ = lot.join();
         for t in 0..self.entries.len() {
             self.close(t);
         }
@@ -758,8 +781,11 @@ impl Server {
             size,
             sent: 0,
             head,
+            head_off: 0,
+            head_body: 0,
             head_sent: false,
             head_only: req.method == Method::Head,
+            packet: None,
             keep_alive: keep,
             class,
             request_id: req.request_id,
@@ -770,6 +796,10 @@ impl Server {
             first_run_ns: 0,
             wait_ns: 0,
             service_ns: 0,
+            parked_ns: 0,
+            parks: 0,
+            parked_at_ns: 0,
+            progress_ns: 0,
             turns: 0,
             switches: 0,
             first_worker: -1,
@@ -825,6 +855,8 @@ impl Server {
                 completion_ns: now,
                 wait_ns: 0,
                 service_ns: 0,
+                parked_ns: 0,
+                parks: 0,
                 turns: 0,
                 switches: 0,
                 workers: 0,

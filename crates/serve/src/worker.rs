@@ -1,9 +1,23 @@
 //! A worker thread: takes the request the policy picks, sends its packets (spending the
 //! emulated cost before each), and either finishes it or puts it back for a later turn.
 //!
-//! Sockets stay non-blocking; a worker that cannot write waits in `ppoll` for at most
-//! `send_timeout`, so a client that stops reading costs a worker that long at most, and one
-//! that disconnects (RST, or a hang-up seen while cost is spent) frees it at once.
+//! Sockets stay non-blocking and a worker never waits on one. When a client's socket is full
+//! (a write would block), the request *parks*: it leaves the worker with everything it needs
+//! to go on (the connection, the bytes sent, the packet in flight, its policy state) and waits
+//! in the parking lot ([`crate::park`]) while the worker takes the next request in policy
+//! order, as a job blocked on I/O leaves its CPU in the simulator. To the policy it blocks
+//! (`dequeue(Sleep)`) and, once the client has read enough for the socket to be writable
+//! again, wakes (`enqueue(Wakeup)`): the policy places it as it places any waking job —
+//! `fcfs` at the back of the queue (first come by when it became ready again, as the
+//! simulator's FCFS treats a job back from I/O), `sjf`/`sff` by its file size and `srpt` by
+//! its bytes left (so it may preempt), `rr` at the back with a new quantum. A packet cut short
+//! by a full socket is finished first when it comes back, without paying its cost again, and
+//! counts (for `slice` and `charge`) in the turn that completes it.
+//!
+//! The send timeout is time without progress: a parked request whose client takes nothing
+//! (its unsent queue does not shrink) for `send_timeout` is closed and counted as aborted.
+//! One that disconnects (RST, or a hang-up seen while cost is spent or while parked) is
+//! closed at once.
 
 use std::fs::File;
 use std::io;
@@ -30,9 +44,17 @@ pub struct Job {
     pub size: u64,
     /// Body bytes sent so far.
     pub sent: u64,
+    /// The response head, followed by the first packet's body when that is small (one write).
     pub head: Vec<u8>,
+    /// Bytes of `head` written.
+    pub head_off: usize,
+    /// Body bytes at the end of `head`.
+    pub head_body: u64,
+    /// Whether all of `head` is written.
     pub head_sent: bool,
     pub head_only: bool,
+    /// The packet being sent, if a full socket interrupted it.
+    pub packet: Option<Packet>,
     pub keep_alive: bool,
     pub class: u32,
     pub request_id: Option<u64>,
@@ -45,6 +67,14 @@ pub struct Job {
     pub first_run_ns: u64,
     pub wait_ns: u64,
     pub service_ns: u64,
+    /// Time parked on a full socket, and how many times it parked.
+    pub parked_ns: u64,
+    pub parks: u32,
+    /// When it last parked (the end of the turn that met the full socket).
+    pub parked_at_ns: u64,
+    /// When the client last took bytes (a write went through, or the socket drained while
+    /// parked): the send timeout counts from here.
+    pub progress_ns: u64,
     pub turns: u32,
     pub switches: u32,
     pub first_worker: i32,
@@ -55,12 +85,21 @@ pub struct Job {
     pub segments: Vec<Segment>,
 }
 
+/// A packet under way: body bytes still to write, and the fraction of a packet it is.
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    pub left: u64,
+    pub fraction: f64,
+}
+
 /// One pass of a worker over a request: (worker, start ns, end ns) on the server's clock.
 pub type Segment = (u16, u64, u64);
 
 enum Outcome {
     Done,
     Yield(Enqueue<'static>),
+    /// The client's socket is full: off the worker until it is writable.
+    Park,
     Abort,
 }
 
@@ -74,6 +113,7 @@ pub fn run(sh: Arc<Shared>, w: usize, log: Option<Sender<Record>>) {
         let t0 = now_ns();
         if job.turns == 0 {
             job.admitted_ns = turn.entered_ns;
+            job.progress_ns = t0; // the send timeout starts with the first write
         }
         job.wait_ns += t0.saturating_sub(turn.entered_ns);
         if job.first_run_ns == 0 {
@@ -114,27 +154,40 @@ pub fn run(sh: Arc<Shared>, w: usize, log: Option<Sender<Record>>) {
         }
         sh.busy_ns[w].fetch_add(t1 - t0, Ordering::Relaxed);
         let id = turn.id;
-        done = Some(match outcome {
-            Outcome::Yield(why) => Done::Requeued {
+        done = match outcome {
+            Outcome::Yield(why) => Some(Done::Requeued {
                 id,
                 job,
                 bytes,
                 packets,
                 why,
-            },
+            }),
+            Outcome::Park => {
+                // The policy hears first, so that a wake-up never finds it still running.
+                sh.queue.park(w, id, bytes, packets);
+                job.parks += 1;
+                job.parked_at_ns = t1;
+                if let Err(job) = sh.lot.park(id, job) {
+                    sh.queue.abandon(id);
+                    finish(&sh, log.as_ref(), *job, false, now_ns());
+                }
+                None
+            }
             Outcome::Done | Outcome::Abort => {
                 // The response is complete (or abandoned) before the policy hears of it; the
                 // connection goes back to the master right away, the queue is settled with the
                 // next pick (one lock for both).
                 let ok = matches!(outcome, Outcome::Done);
                 finish(&sh, log.as_ref(), *job, ok, t1);
-                Done::Finished { id, bytes, packets }
+                Some(Done::Finished { id, bytes, packets })
             }
-        });
+        };
     }
 }
 
-fn finish(sh: &Shared, log: Option<&Sender<Record>>, job: Job, ok: bool, t: u64) {
+/// Ends a request: counts it, logs it, and hands its connection back to the master (kept
+/// alive) or closes it.
+pub(crate) fn finish(sh: &Shared, log: Option<&Sender<Record>>, job: Job, ok: bool, t: u64) {
     let counter = if ok { &sh.served } else { &sh.aborted };
     counter.fetch_add(1, Ordering::Relaxed);
     if let Some(log) = log {
@@ -151,6 +204,8 @@ fn finish(sh: &Shared, log: Option<&Sender<Record>>, job: Job, ok: bool, t: u64)
             completion_ns: t,
             wait_ns: job.wait_ns,
             service_ns: job.service_ns,
+            parked_ns: job.parked_ns,
+            parks: job.parks,
             turns: job.turns,
             switches: job.switches,
             workers: job.workers.len() as u32,
@@ -177,68 +232,98 @@ fn serve_turn(
 ) -> Outcome {
     let fd = job.conn.stream.as_raw_fd();
     let cfg = &sh.cfg;
-    let timeout_ns = (cfg.send_timeout_ms * 1e6) as u64;
     let mut clock = now_ns();
     let mut count = 0u64;
-    if job.head_only || job.size == 0 {
-        if !cfg.cost.is_zero() {
-            clock += cfg.cost.of_packet_ns(0, true);
-            if spend_until(cfg.cost_mode, clock, fd).is_err() {
-                return Outcome::Abort;
+    loop {
+        if job.packet.is_none() {
+            let body_left = !job.head_only && job.sent < job.size;
+            if !body_left && job.head_sent {
+                return Outcome::Done;
             }
-        }
-        return match send_all(fd, &job.head, 0, timeout_ns) {
-            Ok(()) => {
-                job.head_sent = true;
-                *turn_packets = 1.0;
-                Outcome::Done
+            if body_left {
+                if allowed.is_some_and(|q| count >= q) {
+                    return Outcome::Yield(Enqueue::Expired);
+                }
+                if sh.queue.preempted(w) {
+                    // The queue fills in the packets this turn sent.
+                    return Outcome::Yield(Enqueue::Preempted { ran: 0.0 });
+                }
             }
-            Err(_) => Outcome::Abort,
-        };
-    }
-    while job.sent < job.size {
-        if allowed.is_some_and(|q| count >= q) {
-            return Outcome::Yield(Enqueue::Expired);
+            // A HEAD request or an empty file: the head alone, as one packet.
+            let (len, fraction) = if body_left {
+                match next_packet(job, cfg.packet, cfg.packet_unit, scratch) {
+                    Ok(p) => p,
+                    Err(_) => return Outcome::Abort,
+                }
+            } else {
+                (0, 1.0)
+            };
+            if !cfg.cost.is_zero() {
+                clock += cfg.cost.of_packet_ns(len, job.sent == 0);
+                if spend_until(cfg.cost_mode, clock, fd).is_err() {
+                    return Outcome::Abort;
+                }
+            }
+            if !job.head_sent && len > 0 && len <= COALESCE {
+                let start = job.head.len();
+                job.head.resize(start + len as usize, 0);
+                if pread_exact(&job.file, &mut job.head[start..], job.sent).is_err() {
+                    return Outcome::Abort;
+                }
+                job.head_body = len;
+            }
+            job.packet = Some(Packet {
+                left: len,
+                fraction,
+            });
         }
-        if sh.queue.preempted(w) {
-            // The queue fills in the packets this turn sent.
-            return Outcome::Yield(Enqueue::Preempted { ran: 0.0 });
-        }
-        let (len, fraction) = match next_packet(job, cfg.packet, cfg.packet_unit, scratch) {
-            Ok(p) => p,
+        match write_packet(fd, job, turn_bytes) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Park,
             Err(_) => return Outcome::Abort,
-        };
-        if !cfg.cost.is_zero() {
-            clock += cfg.cost.of_packet_ns(len, job.sent == 0);
-            if spend_until(cfg.cost_mode, clock, fd).is_err() {
-                return Outcome::Abort;
-            }
         }
-        let sent = if !job.head_sent && len <= COALESCE {
-            let mut buf = std::mem::take(&mut job.head);
-            let start = buf.len();
-            buf.resize(start + len as usize, 0);
-            let r = pread_exact(&job.file, &mut buf[start..], job.sent)
-                .and_then(|_| send_all(fd, &buf, 0, timeout_ns));
-            job.head_sent = true;
-            r
-        } else if !job.head_sent {
-            job.head_sent = true;
-            send_all(fd, &job.head, libc::MSG_MORE, timeout_ns)
-                .and_then(|_| sendfile_all(fd, &job.file, job.sent, len, timeout_ns))
-        } else {
-            sendfile_all(fd, &job.file, job.sent, len, timeout_ns)
-        };
-        if sent.is_err() {
-            return Outcome::Abort;
-        }
-        job.sent += len;
-        *turn_bytes += len;
-        *turn_packets += fraction;
+        let p = job.packet.take().expect("a packet under way");
+        *turn_packets += p.fraction;
         count += 1;
         sh.queue.progress(w, *turn_bytes);
     }
-    Outcome::Done
+}
+
+/// Writes what is left of the packet under way (the head first, if not yet out); stops with
+/// `WouldBlock` when the socket is full, keeping its place.
+fn write_packet(fd: RawFd, job: &mut Job, turn_bytes: &mut u64) -> io::Result<()> {
+    let mut left = job.packet.map_or(0, |p| p.left);
+    let result = (|| {
+        if !job.head_sent {
+            while job.head_off < job.head.len() {
+                // More body follows in this packet: let the head wait for it (one segment).
+                let more = if left > job.head_body {
+                    libc::MSG_MORE
+                } else {
+                    0
+                };
+                job.head_off += send_some(fd, &job.head[job.head_off..], more)?;
+                job.progress_ns = now_ns();
+            }
+            job.head_sent = true;
+            job.sent += job.head_body;
+            *turn_bytes += job.head_body;
+            left -= job.head_body;
+            job.head = Vec::new();
+        }
+        while left > 0 {
+            let n = sendfile_some(fd, &job.file, job.sent, left)?;
+            job.sent += n;
+            *turn_bytes += n;
+            left -= n;
+            job.progress_ns = now_ns();
+        }
+        Ok(())
+    })();
+    if let Some(p) = &mut job.packet {
+        p.left = left;
+    }
+    result
 }
 
 /// Length in bytes of the next packet, and the fraction of a packet it is (the last one may
@@ -290,56 +375,11 @@ fn pread_exact(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     file.read_exact_at(buf, offset)
 }
 
-/// Waits until `fd` can take more bytes; an error on hang-up, or once the client has taken
-/// nothing for `timeout_ns`. Progress is the socket's unsent queue shrinking: the kernel says
-/// "writable" only when half of a large send buffer is free, which a client reading steadily
-/// but slowly may take longer than the timeout to reach.
-fn wait_writable(fd: RawFd, timeout_ns: u64) -> io::Result<()> {
-    // Look at the queue this often while waiting.
-    const SLICE_NS: u64 = 100_000_000;
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    let mut queued = unsent(fd);
-    let mut idle_ns = 0u64;
-    loop {
-        let slice = SLICE_NS.min(timeout_ns - idle_ns).max(1);
-        let ts = libc::timespec {
-            tv_sec: (slice / 1_000_000_000) as libc::time_t,
-            tv_nsec: (slice % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: one valid pollfd and timespec, alive for the call; no signal mask.
-        let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n > 0 {
-            if pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
-                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
-            }
-            return Ok(());
-        }
-        let now = unsent(fd);
-        if now < queued {
-            idle_ns = 0; // the client took some: it is reading, only slowly
-        } else {
-            idle_ns += slice;
-            if idle_ns >= timeout_ns {
-                return Err(io::Error::from(io::ErrorKind::TimedOut));
-            }
-        }
-        queued = now;
-    }
-}
-
-/// Bytes written to the socket that the client has not acknowledged (SIOCOUTQ).
-fn unsent(fd: RawFd) -> u64 {
+/// Bytes written to the socket that the client has not acknowledged (SIOCOUTQ): the
+/// parking lot's measure of progress, since the kernel says "writable" only when half of a
+/// large send buffer is free, which a client reading steadily but slowly may take longer than
+/// the send timeout to reach.
+pub(crate) fn unsent(fd: RawFd) -> u64 {
     let mut n: libc::c_int = 0;
     // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int through the pointer.
     let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
@@ -350,9 +390,10 @@ fn unsent(fd: RawFd) -> u64 {
     }
 }
 
-/// Sends all of `data` on the non-blocking socket `fd`.
-pub fn send_all(fd: RawFd, mut data: &[u8], flags: i32, timeout_ns: u64) -> io::Result<()> {
-    while !data.is_empty() {
+/// One write of `data` on the non-blocking socket `fd`: the bytes taken (at least one), or
+/// an error (`WouldBlock` when the socket is full).
+fn send_some(fd: RawFd, data: &[u8], flags: i32) -> io::Result<usize> {
+    loop {
         // SAFETY: `data` is a live slice; MSG_NOSIGNAL turns a dead peer into EPIPE, not a signal.
         let n = unsafe {
             libc::send(
@@ -362,40 +403,34 @@ pub fn send_all(fd: RawFd, mut data: &[u8], flags: i32, timeout_ns: u64) -> io::
                 flags | libc::MSG_NOSIGNAL,
             )
         };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => wait_writable(fd, timeout_ns)?,
-                io::ErrorKind::Interrupted => {}
-                _ => return Err(e),
-            }
-            continue;
+        if n >= 0 {
+            return Ok(n as usize);
         }
-        data = &data[n as usize..];
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
-    Ok(())
 }
 
-/// Sends `len` bytes of `file` from `offset` with sendfile(2).
-fn sendfile_all(fd: RawFd, file: &File, offset: u64, len: u64, timeout_ns: u64) -> io::Result<()> {
+/// One sendfile(2) of up to `len` bytes of `file` from `offset`: the bytes taken (at least
+/// one), or an error (`WouldBlock` when the socket is full).
+fn sendfile_some(fd: RawFd, file: &File, offset: u64, len: u64) -> io::Result<u64> {
     let mut off = offset as libc::off_t;
-    let end = offset + len;
-    while (off as u64) < end {
-        let want = (end - off as u64) as usize;
+    loop {
         // SAFETY: both descriptors are open for the call and `off` is a valid, exclusively
         // borrowed offset that sendfile advances.
-        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, want) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => wait_writable(fd, timeout_ns)?,
-                io::ErrorKind::Interrupted => {}
-                _ => return Err(e),
-            }
-        } else if n == 0 {
+        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, len as usize) };
+        if n > 0 {
+            return Ok(n as u64);
+        }
+        if n == 0 {
             // The file shrank under us: the promised Content-Length cannot be kept.
             return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
         }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
-    Ok(())
 }
