@@ -146,9 +146,11 @@ def test_time_to_balance_is_the_first_balanced_sample():
 
 def test_release_after_holds_the_pin_then_each_balancer_notices_at_its_pass():
     """`release_after`: nothing runs off CPU 0 before it; then the balancer moves work at its
-    next pass. Linux 2.6.22's idle CPU balances every 1-4 ms (no busy factor while idle): the
-    first sample after the release is balanced. The modern-like linux balancer's idle CPU
-    found nothing to move for 200 ms, so its interval had doubled to 128 ms."""
+    next pass. Linux 2.6.22's idle CPU found every task pinned elsewhere for 200 ms, so its
+    interval doubled past max_interval toward MAX_PINNED_INTERVAL: passes at 1.5, 3.5, 7.5,
+    ..., 127.5 and 255.5 ms (intervals 1, 2, 4, ..., 128), the last one moves 3 tasks and the
+    sample at 260 ms is the first balanced one. The modern-like linux balancer's idle CPU
+    doubled its interval up to its maximum, 128 ms, the same way."""
     spec = dict(clients=7, size="det:250", think="det:0", cpus=2, runqueues="per-cpu",
                 timeslice=100, start_pinned=0, release_after=200, time=1000, load_sample=10,
                 keep_schedule=True)
@@ -156,7 +158,7 @@ def test_release_after_holds_the_pin_then_each_balancer_notices_at_its_pass():
     seg = old.schedule
     assert seg[seg["cpu"] == 1]["start"].min() >= 200
     s = old.summary
-    assert s["time_to_balance"] == 10.0 and s["load_distribution"] == [4.0, 3.0]
+    assert s["time_to_balance"] == 60.0 and s["load_distribution"] == [4.0, 3.0]
     # Before the release: the sample at 0 (nothing yet), then 7/0 every 10 ms.
     assert s["load_distribution_start"] == pytest.approx([7 * 19 / 20, 0.0])
     new = schedlab.simulate("rr", balancer="linux", **spec).summary

@@ -21,7 +21,10 @@
 //!   CPU's migration thread pushes one task over whatever its cache state ("active
 //!   balancing"), leaving the count at `cache_nice_tries + 1`. After an unbalanced pass the
 //!   interval returns to its minimum (doubles instead when it had to push); after a balanced
-//!   one the count is cleared and the interval doubles, up to its maximum.
+//!   one the count is cleared and the interval doubles, up to its maximum — or up to
+//!   `MAX_PINNED_INTERVAL` (512 ms) when every task that could move is pinned elsewhere
+//!   (`all_pinned`), so that a CPU kept from a pinned start's tasks may take up to half a
+//!   second (times the busy factor when busy) to notice their release.
 //! - `idle_balance` / `load_balance_newidle`: a CPU that runs out of work pulls at once, by
 //!   the same rules, without active balancing and without touching the interval.
 //! - `try_to_wake_up` without `SD_WAKE_IDLE` (not in `SD_CPU_INIT`): a waking task goes back
@@ -38,6 +41,9 @@ use schedlab_policy::JobId;
 const BUSY_FACTOR: f64 = 64.0;
 /// `SD_CPU_INIT.cache_nice_tries`: failed passes before cache-hot tasks may move.
 const CACHE_NICE_TRIES: u32 = 1;
+/// `MAX_PINNED_INTERVAL` (ms): how far the interval may double while every task that could
+/// move is pinned elsewhere.
+const MAX_PINNED_INTERVAL: f64 = 512.0;
 
 pub struct Linux26 {
     min: f64,
@@ -56,6 +62,8 @@ pub struct Linux26 {
 #[derive(PartialEq)]
 enum Pass {
     Balanced,
+    /// Every task that could move may not run here (`all_pinned`): balanced, for the kernel.
+    AllPinned,
     Moved,
     Failed,
 }
@@ -100,6 +108,9 @@ impl Linux26 {
         }
         let hot_ok = self.failed[cpu] > CACHE_NICE_TRIES;
         movable(view, from, cpu, &mut self.buf);
+        if self.buf.is_empty() {
+            return Pass::AllPinned;
+        }
         let mut moved = 0.0;
         for q in &self.buf {
             if q.cache_hot && !hot_ok {
@@ -126,6 +137,11 @@ impl Linux26 {
             Pass::Balanced => {
                 self.failed[cpu] = 0;
                 self.interval[cpu] = (self.interval[cpu] * 2.0).min(self.max);
+            }
+            Pass::AllPinned => {
+                self.failed[cpu] = 0;
+                self.interval[cpu] =
+                    (self.interval[cpu] * 2.0).min(self.max.max(MAX_PINNED_INTERVAL));
             }
             Pass::Moved => {
                 self.failed[cpu] = 0;
@@ -179,7 +195,7 @@ impl Balancer for Linux26 {
     fn idle(&mut self, cpu: usize, _now: f64, view: &mut dyn View) {
         match self.attempt(cpu, view) {
             Pass::Failed => self.failed[cpu] += 1,
-            _ => self.failed[cpu] = 0,
+            Pass::Balanced | Pass::AllPinned | Pass::Moved => self.failed[cpu] = 0,
         }
     }
 
@@ -264,6 +280,21 @@ mod tests {
         b.periodic(1, &mut view);
         assert_eq!(view.runnable_all(), vec![3, 2]);
         assert_eq!(b.failed[1], 0);
+    }
+
+    #[test]
+    fn pinned_tasks_stretch_the_interval_to_half_a_second() {
+        let mut view = Fake::new(&[6, 0], &[true, false]);
+        view.pinned_to = Some(0);
+        let mut b = linux26(2);
+        let mut t = 0.0;
+        for _ in 0..12 {
+            t = b.next[1];
+            b.tick(t, &mut view);
+        }
+        assert!(view.moves.is_empty());
+        assert_eq!(b.interval[1], 512.0);
+        assert!(t > 1000.0);
     }
 
     #[test]

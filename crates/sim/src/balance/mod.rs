@@ -220,6 +220,8 @@ pub(crate) mod test_view {
         pub moves: Vec<(u32, usize, usize)>,
         /// Jobs that ran recently on their CPU.
         pub hot: Vec<u32>,
+        /// Every job may run only on this CPU.
+        pub pinned_to: Option<usize>,
     }
 
     impl Fake {
@@ -243,6 +245,7 @@ pub(crate) mod test_view {
                 draws: Vec::new(),
                 moves: Vec::new(),
                 hot: Vec::new(),
+                pinned_to: None,
             }
         }
         pub fn runnable_all(&self) -> Vec<u32> {
@@ -273,8 +276,8 @@ pub(crate) mod test_view {
                 });
             }
         }
-        fn allowed(&self, _: JobId, _: usize) -> bool {
-            true
+        fn allowed(&self, _: JobId, cpu: usize) -> bool {
+            self.pinned_to.is_none_or(|p| p == cpu)
         }
         fn draw(&mut self, n: usize) -> usize {
             self.draws.pop().unwrap_or(0) % n
