@@ -53,9 +53,10 @@ def tasks_per_cpu(jobs):
     return jobs.groupby("cpu")["client"].nunique()
 
 
+@pytest.mark.parametrize("balancer", ["linux", "linux26"])
 @pytest.mark.parametrize(("n", "m", "tc", "ts"), CASES)
-def test_linux_heavy_load_splits_evenly_and_peaks_follow_the_timeslice(n, m, tc, ts):
-    r = closed_pinned(n, m, tc, ts, "linux")
+def test_linux_heavy_load_splits_evenly_and_peaks_follow_the_timeslice(n, m, tc, ts, balancer):
+    r = closed_pinned(n, m, tc, ts, balancer)
     assert_conserved(r.summary, little_tolerance=0.05)
     per_cpu = tasks_per_cpu(r.jobs)
     assert sorted(per_cpu) == linux_loads(n, m)
@@ -84,10 +85,11 @@ def test_windows_heavy_load_keeps_the_initial_imbalance(n, m, tc, ts):
     assert (alone == tc).all()
 
 
+@pytest.mark.parametrize("balancer", ["linux", "linux26"])
 @pytest.mark.parametrize(("n", "m"), [(7, 2), (9, 2), (10, 3), (13, 4)])
-def test_linux_moderate_load_mean_follows_equation_2a(n, m):
+def test_linux_moderate_load_mean_follows_equation_2a(n, m, balancer):
     tc, ts, tw = 250, 100, 10
-    r = closed_pinned(n, m, tc, ts, "linux", think=tw, cycles=300, keep_jobs=False)
+    r = closed_pinned(n, m, tc, ts, balancer, think=tw, cycles=300, keep_jobs=False)
     expected = tc * n / m - tw  # Linux.2.a
     assert r.summary["response_mean"] == pytest.approx(expected, rel=0.05)
     # Every task gets the same service in the long run: its mean response barely varies.
