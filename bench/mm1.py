@@ -228,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cpu = pin(args.cpu)
     jobs = {k: max(1000, int(v * args.scale)) for k, v in DEFAULT_JOBS.items()}
+    jobs["reference fcfs+summary"] = jobs["reference fcfs"]
     cases: dict[str, Callable[[int], Outcome]] = {
         "schedlab fcfs": lambda s: run_schedlab("fcfs", jobs["schedlab fcfs"], s),
         "simpy": lambda s: run_simpy(jobs["simpy"], s),
