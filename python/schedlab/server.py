@@ -751,7 +751,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--max-connections", type=int, help="open connections at most; default 10000")
     p.add_argument("--header-timeout", type=float, help="ms to send a request head; default 10000")
     p.add_argument("--idle-timeout", type=float, help="ms a keep-alive connection may idle")
-    p.add_argument("--send-timeout", type=float, help="ms a response may go without its client taking any of it before it is closed")
+    p.add_argument("--send-timeout", type=float,
+                   help="ms a response may go without its client taking any of it")
     p.add_argument("--drain-timeout", type=float, help="ms to finish in-flight requests at stop")
     p.add_argument("--max-header", type=int, help="request head bytes at most; default 8192")
     p.add_argument("--log", help="CSV log, one row per request")

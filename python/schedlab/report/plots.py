@@ -35,6 +35,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from schedlab import sweep  # noqa: E402
 from schedlab.jsonio import json_safe  # noqa: E402
 from schedlab.stats import t_interval  # noqa: E402
+from schedlab.vocabulary import SUMMARY_UNITS  # noqa: E402
 
 plt.rcParams.update({
     "figure.dpi": 100, "savefig.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
@@ -71,6 +72,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "migrations": ("migrations", "count"),
     "jain_slowdown": ("Jain's index over slowdowns", "ratio"),
     "jain_share": ("Jain's index over share / entitlement", "ratio"),
+    "time_to_balance": ("time to balance", "ms"),
 }
 # How an axis names the vocabulary's units of keys (schedlab.vocabulary.Key.unit): "time" and
 # "work" are the experiment's time unit (work is milliseconds of CPU in the simulator).
@@ -117,9 +119,10 @@ class Context:
         return re.sub(r"\bms\b", self.time_unit, unit)
 
     def label(self, metric: str) -> str:
-        """An axis label with its unit: `mean response time (ms)`."""
+        """An axis label with its unit: `mean response time (ms)`; the unit is the summary
+        key's own (`SUMMARY_UNITS`) wherever it declares one."""
         name, unit = METRICS.get(metric, (metric.replace("_", " "), "ratio"))
-        return f"{name} ({self.unit(unit)})"
+        return f"{name} ({self.unit(SUMMARY_UNITS.get(metric, unit))})"
 
     def x_label(self) -> str:
         """The x axis: the file's `x_label`, or the sweep key, with the key's unit."""
