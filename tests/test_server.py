@@ -295,6 +295,89 @@ def test_ctrl_c_drains_although_python_owns_sigint(root: Path) -> None:
     _drain(root, signal.SIGINT)
 
 
+def _slow_reader(port: int, gone: threading.Event, out: dict) -> None:
+    """GET /huge.bin read at 100 KB/s (10 KB every 100 ms, a 128 KiB receive buffer) until
+    `gone` is set (the server exited), then whatever the kernel still holds, at full speed, up
+    to the close. Records the status, Content-Length, body bytes and how the connection
+    ended."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 128 * 1024)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(10_000)
+    head, _, body = buf.partition(b"\r\n\r\n")
+    out["status"] = int(head.split(b" ", 2)[1])
+    out["length"] = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+    got, end = len(body), "open"
+    try:
+        while not gone.is_set():
+            chunk = s.recv(10_000)
+            if not chunk:
+                end = "closed"
+                break
+            got += len(chunk)
+            time.sleep(0.1)
+        s.settimeout(5)
+        while end == "open":
+            chunk = s.recv(1 << 20)
+            got += len(chunk)
+            if not chunk:
+                end = "closed"
+    except ConnectionResetError:
+        end = "reset"
+    except TimeoutError:
+        pass
+    s.close()
+    out["body"], out["end"] = got, end
+
+
+def test_sigterm_drain_timeout_cuts_a_slow_reader_with_a_close(root: Path) -> None:
+    """Issue 15: with --drain-timeout 2000 and a client reading at 300 KB/s the server was still
+    alive 40 s after SIGTERM; under RR a client got a truncated body under a 200. Now, with
+    --drain-timeout 1000 and a client reading at 100 KB/s, the server exits within 2 s and the
+    client sees its connection closed short of the Content-Length it was promised: a cut it can
+    tell, never a complete-looking body. FCFS and RR (quantum 1 packet) side by side."""
+    with open(root / "huge.bin", "wb") as f:
+        f.truncate(50 << 20)  # 50 MiB, sparse: far more than any socket buffer holds
+    servers = {policy: Serve(root, "--policy", policy, *flags, "--drain-timeout", "1000")
+               for policy, flags in [("fcfs", ()), ("rr", ("--quantum", "1"))]}
+    gone = threading.Event()
+    got: dict[str, dict] = {p: {} for p in servers}
+    clients = [threading.Thread(target=_slow_reader, args=(srv.port, gone, got[p]))
+               for p, srv in servers.items()]
+    for c in clients:
+        c.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    for srv in servers.values():
+        srv.proc.send_signal(signal.SIGTERM)
+    exits = {}
+    try:
+        for p, srv in servers.items():
+            srv.proc.wait(timeout=10)
+            exits[p] = time.monotonic() - t0
+    finally:
+        gone.set()
+        for c in clients:
+            c.join(20)
+    for p, srv in servers.items():
+        _out, err = srv.proc.communicate(timeout=10)
+        assert srv.proc.returncode == 0 and b"Traceback" not in err, (p, err.decode())
+        stats = json.loads(srv.stats.read_text())
+        r = got[p]
+        print(f"{p}: exit {exits[p]:.2f} s after SIGTERM; client got {r['body']:,} of "
+              f"{r['length']:,} bytes, then {r['end']}")
+        # The drain waited its 1 s for the transfer, then cut it and the process ended.
+        assert 0.9 < exits[p] < 2.0, (p, exits[p])
+        assert (r["status"], r["length"]) == (200, 50 << 20), (p, r)
+        # The client can tell: fewer bytes than promised, and the connection closed.
+        assert 0 < r["body"] < r["length"] and r["end"] in ("closed", "reset"), (p, r)
+        assert not stats["drained"] and stats["aborted"] == 1 and stats["served"] == 0, stats
+
+
 def test_bad_flags_name_the_key_and_exit_2(root: Path, tmp_path: Path) -> None:
     cases = [
         (["serve", "--root", str(tmp_path / "missing")], "root"),

@@ -628,6 +628,12 @@ impl Server {
                 }
                 Msg::Close { linger } if linger && !self.draining => {
                     let e = self.entries[t].as_mut().expect("live entry");
+                    // The worker is done with it: the master's alone again, so that events
+                    // reach the lingering read (a client's close ends it at once) and a stop
+                    // does not wait for it as for a request in flight. Left busy, it held every
+                    // stop after a `Connection: close` response for the whole linger (2 s).
+                    e.conn.busy.store(false, SeqCst);
+                    e.conn.pending.store(false, SeqCst);
                     e.linger_until = Some(now_ns() + LINGER_NS);
                     e.buf = Vec::new();
                     self.process(t);

@@ -164,8 +164,9 @@ fn two_stalled_downloads_leave_both_workers_free() {
         let times: Vec<Duration> = (0..10).map(|_| small_request(r.addr)).collect();
         let worst = *times.iter().max().unwrap();
         eprintln!("{policy}: 1 KiB behind two stalled downloads, worst of 10: {worst:?}");
-        // Before, each waited for the 30 s send timeout of one of the stalled ones.
-        assert!(worst < Duration::from_millis(500), "{policy}: {times:?}");
+        // Before, each waited for the 30 s send timeout of one of the stalled ones. Issue
+        // 15's bound: answered within 100 ms (0.3 to 5 ms measured).
+        assert!(worst < Duration::from_millis(100), "{policy}: {times:?}");
         // The stop is still bounded by the drain timeout (300 ms) with both parked.
         let t0 = Instant::now();
         let stats = r.stop();
