@@ -152,6 +152,32 @@ def test_pinned_start_reports_the_load_over_time_in_both_worlds(quick_run):
         assert total.median() == 7, world
     html = make_report(res.dir, res.dir / "pinned.html").read_text()
     assert html.count('<figure class="figure" data-plot="load_series">') == 1
+    # The simulator holds the same pin for the same 500 ms (its sample at 0 precedes the
+    # tasks), and both worlds' time to balance comes from one code.
+    assert list(s.loc["sim", "load_distribution_start"]) == pytest.approx([7 * 49 / 50, 0.0])
+    for world in ("os", "sim"):
+        assert math.isfinite(s.loc[world, "time_to_balance"]), world
+
+
+@pytest.mark.real
+def test_time_to_balance_three_ways(quick_run):
+    """Study 002's time to balance: Linux 2.6.22's rules and the linux-like balancer in the
+    simulator (exact: each notices the release at its pass 55 ms after it, the first balanced
+    sample at 60 ms), this machine's kernel on real processes (20-50 ms here on a quiet
+    machine, 2026-11-24); every split ends as Linux.1.a's."""
+    res = quick_results(quick_run, "smp-balancing", "time-to-balance.toml")
+    s = res.summaries
+    sim = s[s.world == "sim"].set_index(["machine.balancer", "workload.clients"])
+    for balancer in ("linux26", "linux"):
+        for n in (3, 7):
+            assert sim.loc[(balancer, n), "time_to_balance"] == 60.0, (balancer, n)
+            assert sorted(sim.loc[(balancer, n), "load_distribution"]) == [n // 2, n - n // 2]
+    real = s[s.world == "os"]
+    assert set(real["workload.clients"]) == {3, 7}
+    assert (real["time_to_balance"] < 1000).all(), real["time_to_balance"].tolist()
+    assert (real["balanced_fraction"] > 0.5).all(), real["balanced_fraction"].tolist()
+    html = make_report(res.dir, res.dir / "ttb.html").read_text()
+    assert html.count('<figure class="figure" data-plot="balance">') == 1
 
 
 @pytest.mark.real
