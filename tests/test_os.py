@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -534,6 +535,13 @@ def test_ctrl_c_kills_and_reaps_every_child():
         assert not Path(f"/proc/{pid}").exists(), (pid, err)
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
@@ -582,6 +590,61 @@ def test_whatever_kills_the_command_kills_the_run(sig, run):
         time.sleep(0.02)
     assert not alive, f"{run}: alive 2 s after {signal.Signals(sig).name}: {alive}"
     proc.communicate(timeout=30)
+
+
+# Issue 15's fault injection: a signal to a process *inside* the run (the launcher, which runs
+# the coordinator and the dispatcher, or one worker), at a moment drawn at random (seeded: the
+# case's id gives its seed) in one of two phases: while the workers are being started, or in
+# the middle of the run.
+FAULTS = [(target, sig) for target in ("launcher", "worker")
+          for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)]
+
+
+@pytest.mark.parametrize(("target", "sig"), FAULTS,
+                         ids=[f"{t}-{signal.Signals(s).name}" for t, s in FAULTS])
+def test_a_signal_inside_the_run_leaves_nothing_behind(target, sig):
+    need("fifo")
+    rng = random.Random(f"{target}-{int(sig)}")
+    phase = rng.choice(["start", "middle"])
+    proc = subprocess.Popen([SCHEDLAB, "os", "--clients", "2", "--size", "det:100000",
+                             "--policy", "rr", "--quantum", "5", "--enforce", "fifo",
+                             "--time", "5000", "--quiet-wait", "0"], env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_default)
+    deadline = time.monotonic() + 20
+    launcher, workers = None, []
+    while time.monotonic() < deadline:
+        # The launcher by its command line: the command may start short-lived probes first.
+        launchers = [c for c in _children(proc.pid) if "launcher.py" in _cmdline(c)]
+        launcher = launchers[0] if launchers else None
+        workers = _children(launcher) if launcher else []
+        if (phase == "start" and (workers if target == "worker" else launcher)) or \
+                len(workers) == 2:
+            break
+        time.sleep(0.01)
+    assert launcher is not None, "the run did not start"
+    time.sleep(rng.uniform(0, 0.05) if phase == "start" else rng.uniform(0.3, 1.5))
+    run_processes = _descendants(proc.pid)
+    # The victim as it is now (the list above may be a moment old).
+    victims = [launcher] if target == "launcher" else _children(launcher)
+    assert victims, f"{target}: none alive to signal"
+    os.kill(victims[0], sig)
+    _, err = proc.communicate(timeout=30)
+    ended = time.monotonic()
+    alive = list(run_processes)
+    while alive and time.monotonic() < ended + 2:
+        alive = [p for p in alive if _running(p)]
+        time.sleep(0.02)
+    case = f"{target} {signal.Signals(sig).name} at {phase}"
+    assert not alive, f"{case}: alive 2 s after the command ended: {alive}"
+    # What the user sees: an answer, never a traceback; a killed worker is reported as such
+    # and the run otherwise completes.
+    assert "Traceback" not in err, (case, err)
+    if target == "worker":
+        assert proc.returncode == 0, (case, err)
+    else:
+        assert proc.returncode != 0 and err.strip(), (case, err)
+        assert len(err.strip().splitlines()) <= 3, (case, err)
 
 
 def test_run_until_precise_stops_when_precise_or_at_max_time():

@@ -35,7 +35,8 @@ SMALL = {
     "workload": {"think": "exp:4", "size": "exp:1", "jobs": 60,
                  "classes": [{"name": "gold", "tickets": 3, "clients": 2},
                              {"name": "lead", "tickets": 1, "clients": 2}]},
-    "machine": {"cpus": 2},
+    # Per-CPU runqueues with a balancer: the balance plot (time to balance) has data too.
+    "machine": {"cpus": 2, "runqueues": "per-cpu", "balancer": "linux"},
     "policy": [{"name": "lottery", "quantum": 0.5}, {"name": "stride", "quantum": 0.5},
                {"name": "fcfs"}],
     "sweep": {"workload.think": ["exp:2", "exp:4"]},

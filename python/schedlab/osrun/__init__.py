@@ -50,7 +50,8 @@ class Refused(RuntimeError):
 
 
 class Interrupted(RuntimeError):
-    """The run was interrupted (SIGTERM/SIGINT to the launcher); every worker was reaped."""
+    """The run was interrupted (SIGTERM/SIGINT to the launcher, or the launcher killed);
+    every worker was reaped."""
 
 
 def capabilities() -> dict[str, Any]:
@@ -111,6 +112,12 @@ def _launch(plan: dict[str, Any]) -> tuple[dict[str, Any], int]:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    if proc.returncode < 0:
+        # Killed from outside (kill -9, the OOM killer): its workers died with it
+        # (PR_SET_PDEATHSIG) and the session's stragglers were killed above.
+        name = signal.Signals(-proc.returncode).name
+        raise Interrupted(f"the os launcher was killed by {name}; its workers died with it "
+                          "and nothing of the run is left")
     if proc.returncode != 0 or not out:
         raise RuntimeError(f"the os launcher failed (exit {proc.returncode}): "
                            f"{err.strip()[-2000:]}")
