@@ -582,6 +582,13 @@ def test_whatever_kills_the_command_kills_the_run(sig, run):
     assert len(workers) >= 2, "the run did not start"
     time.sleep(0.3)  # into the run: the dispatcher has made its first decisions
     run_processes = _descendants(proc.pid)
+    if sig == signal.SIGKILL:
+        # The real-time coordinator (launcher, dispatcher) runs under a short RLIMIT_RTTIME:
+        # a hang of 1 s without blocking stops it, and its workers with it.
+        launcher = [c for c in _children(proc.pid) if "launcher.py" in _cmdline(c)][0]
+        limits = Path(f"/proc/{launcher}/limits").read_text()
+        line = next(x for x in limits.splitlines() if x.startswith("Max realtime timeout"))
+        assert line.split()[3:5] == ["1000000", "2000000"], line
     proc.send_signal(sig)
     signalled = time.monotonic()
     alive = list(run_processes)

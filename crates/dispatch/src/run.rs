@@ -74,6 +74,9 @@ impl Drop for Children {
     }
 }
 
+/// RLIMIT_RTTIME soft limit of the real-time coordinator (µs); the hard limit is twice it.
+pub const COORDINATOR_RTTIME_US: u64 = 1_000_000;
+
 /// The errno name and what it means for a policy request.
 fn explain(e: i32, what: &str) -> String {
     let name = match e {
@@ -466,6 +469,20 @@ fn coordinate(
         .max()
         .unwrap_or(if fifo { 2 } else { 0 });
     let wprio = (max_rt + 1).min(99);
+    // A short RLIMIT_RTTIME for this process (launcher, coordinator and dispatcher in one)
+    // before it turns real-time: it blocks in poll every few ms, so only a hang would run it
+    // 1 s without blocking, and then the kernel stops it (SIGXCPU, then SIGKILL at 2 s) and
+    // its workers die with it. Set after the workers are forked: they must not inherit it.
+    if let Err(e) = sys::set_rlimit(
+        sys::RLIMIT_RTTIME,
+        COORDINATOR_RTTIME_US,
+        2 * COORDINATOR_RTTIME_US,
+    ) {
+        warnings.push(format!(
+            "the watchdog runs without RLIMIT_RTTIME: {}",
+            explain(e, "rlimit")
+        ));
+    }
     let mut coordinator = Coordinator {
         pid: me,
         setup_ms: ns_ms(sys::now_ns() - setup_start),
