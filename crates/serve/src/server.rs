@@ -182,6 +182,10 @@ pub struct Stats {
     pub dropped: u64,
     /// Whether every request in flight at the stop signal completed.
     pub drained: bool,
+    /// Open connections at most, after clamping to the descriptor limit.
+    pub max_connections: usize,
+    /// What the server changed of its configuration, and why (printed at the start).
+    pub notes: Vec<String>,
 }
 
 struct Entry {
@@ -240,19 +244,36 @@ pub struct Server {
 const LISTEN_BACKLOG: i32 = 4096;
 
 /// Raises the soft limit on open descriptors to the hard one: each connection is one, and a
-/// server at the common default of 1,024 runs out long before `max_connections`.
-fn raise_fd_limit() {
+/// server at the common default of 1,024 runs out long before `max_connections`. Returns the
+/// soft limit it leaves (None: unknown).
+fn raise_fd_limit() -> Option<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit/setrlimit with a valid rlimit struct.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return None;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return Some(raised.rlim_cur);
+            }
         }
     }
+    Some(lim.rlim_cur)
+}
+
+/// Descriptors `max_connections` must leave to the server itself: its own (listener, pollers,
+/// wakers, log, the reserve for shedding, standard streams) and a file per request that may
+/// be in flight (the buffer, one per worker, and as many parked).
+fn own_descriptors(cfg: &ServeConfig) -> usize {
+    32 + cfg.buffer + 2 * cfg.workers
 }
 
 enum Flow {
@@ -295,7 +316,21 @@ impl Server {
         // kernel caps it at net.core.somaxconn).
         // SAFETY: listen on the descriptor the listener owns.
         unsafe { libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG) };
-        raise_fd_limit();
+        let mut cfg = cfg;
+        let mut notes = Vec::new();
+        if let Some(fds) = raise_fd_limit() {
+            let room = (fds as usize).saturating_sub(own_descriptors(&cfg)).max(1);
+            if cfg.max_connections > room {
+                notes.push(format!(
+                    "max_connections = {} clamped to {room}: the descriptor limit \
+                     (RLIMIT_NOFILE) is {fds}, less {} for the server's own and the files of \
+                     requests in flight",
+                    cfg.max_connections,
+                    own_descriptors(&cfg)
+                ));
+                cfg.max_connections = room;
+            }
+        }
         let system = |e: io::Error| SpecError::new("server", "(start)", e.to_string());
         let addr = listener.local_addr().map_err(system)?;
         let poll = Poll::new().map_err(system)?;
@@ -310,6 +345,8 @@ impl Server {
             policy: cfg.policy.clone(),
             workers: cfg.workers,
             buffer: cfg.buffer,
+            max_connections: cfg.max_connections,
+            notes,
             epoch_ns: queue.epoch_ns(),
             ..Default::default()
         };
@@ -348,6 +385,11 @@ impl Server {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Open connections at most, after clamping to the descriptor limit.
+    pub fn max_connections(&self) -> usize {
+        self.sh.cfg.max_connections
     }
 
     pub fn handle(&self) -> Handle {
@@ -424,6 +466,9 @@ impl Server {
                 self.addr, self.sh.cfg.policy, self.sh.cfg.workers, self.sh.cfg.buffer
             );
             let _ = out.flush();
+            for note in &self.stats.notes {
+                eprintln!("schedlab serve: {note}");
+            }
         }
         let mut events = Events::with_capacity(1024);
         let mut last_sweep = now_ns();
