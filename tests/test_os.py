@@ -477,6 +477,22 @@ def test_missing_counters_are_reported_missing_not_zero():
         assert (real.tasks["wait_max"] >= 0).all()
 
 
+def test_real_time_runs_are_bounded_by_their_planned_length():
+    # Issue 15: two FIFO workers of 1,000 s each on 2 CPUs used to be bounded at 3,010 s, each
+    # worker's RLIMIT_RTTIME at 2,000.5 s. Now 1.25 times the plan, plus start-up allowances.
+    plan = osrun.validate({"clients": 2, "jobs": 2, "size": "det:1e6", "cpus": 2,
+                           "sched": "fifo", "rtprio": 10})
+    assert plan["hard_timeout"] == pytest.approx(1.25 * 1e6 + 10_000 + 10)
+    assert [t["rttime_us"] for t in plan["tasks"]] == [int((1.25 * 1e6 + 500) * 1000)] * 2
+    # Under the dispatcher with enforce = fifo every worker is real-time: the same bound.
+    fifo = osrun.validate({"clients": 2, "time": 60_000, "size": "det:100", "cpus": 2,
+                           "policy": "rr", "enforce": "fifo"})
+    assert fifo["hard_timeout"] == pytest.approx(1.25 * 60_000 + 10_000 + 10)
+    # Not real-time: foreign load may slow it, so the bound stays generous.
+    other = osrun.validate({"clients": 2, "time": 60_000, "size": "det:100", "cpus": 2})
+    assert other["hard_timeout"] == pytest.approx(3 * 60_000 + 10_000 + 10)
+
+
 def test_hard_timeout_kills_and_reaps_every_worker():
     r = osrun.run({"clients": 3, "jobs": 3, "size": 5000, "cpus": [0], "hard_timeout": 800,
                    **QUIET})

@@ -101,6 +101,9 @@ def _io(key: str, value: Any) -> dict[str, Any] | None:
 
 # The longest run of real processes accepted (ms): a day.
 MAX_RUN_MS = 24 * 3_600_000
+# Real-time runs: the hard timeout and RLIMIT_RTTIME are the planned length (or demand) times
+# this, plus a fixed allowance for start-up.
+RT_MARGIN = 1.25
 
 
 def usable_cpus() -> list[int]:
@@ -349,9 +352,9 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             expected_cpu_ms += demand
             rt_us = None
             if sched in ("fifo", "rr"):
-                # Default: the task's whole expected demand may run without blocking, with
-                # margin; never more than the run can last.
-                rt_ms = rttime if rttime is not None else 2 * demand + 500
+                # Default: the task's whole expected demand may run without blocking, with a
+                # small margin (calibration drift, RT throttling's 5%).
+                rt_ms = rttime if rttime is not None else RT_MARGIN * demand + 500
                 rt_us = int(rt_ms * 1000)
             tasks.append({
                 "class": ci,
@@ -393,7 +396,10 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         estimate = expected_cpu_ms / len(cpus) + (think_ms + io_ms) / max(1, n_tasks)
     hard = spec.get("hard_timeout")
     if hard is None:
-        hard = 3 * estimate + 10_000 + 5 * n_tasks
+        # A real-time run holds CPUs from everything else: bounded by its planned length with
+        # a small margin. Others may be slowed by foreign load, and lose their results if cut.
+        realtime = fifo or rt_classes
+        hard = (RT_MARGIN if realtime else 3) * estimate + 10_000 + 5 * n_tasks
         if any(t["io"] and "dsync" in t["io"] for t in tasks):
             hard += 60_000
     hard = _number("hard_timeout", hard, lo=1, allowed="a number > 0 (ms)")
