@@ -4,7 +4,7 @@
 //! finds nothing to do and resets when it moves work. A CPU going idle pulls at once, and a
 //! waking task goes to an idle CPU when its own is busy. Cache-hot jobs are moved last.
 
-use super::{movable, Balancer, Queued, Settings, View};
+use super::{earliest_pass, movable, staggered_passes, Balancer, Queued, Settings, View};
 use schedlab_policy::JobId;
 
 pub struct Linux {
@@ -20,16 +20,13 @@ pub struct Linux {
 
 impl Linux {
     pub fn new(s: &Settings, cpus: usize) -> Linux {
-        // Staggered, so the CPUs do not all balance at the same instant.
-        let next: Vec<f64> = (0..cpus)
-            .map(|c| s.interval * (1.0 + c as f64 / cpus as f64))
-            .collect();
+        let next = staggered_passes(s.interval, cpus);
         Linux {
             min: s.interval,
             max: s.interval_max,
             imbalance: s.imbalance,
             interval: vec![s.interval; cpus],
-            earliest: next.iter().copied().fold(f64::INFINITY, f64::min),
+            earliest: earliest_pass(&next),
             next,
             buf: Vec::new(),
         }
@@ -93,7 +90,7 @@ impl Balancer for Linux {
             };
             self.next[cpu] = now + self.interval[cpu];
         }
-        self.earliest = self.next.iter().copied().fold(f64::INFINITY, f64::min);
+        self.earliest = earliest_pass(&self.next);
     }
 
     fn idle(&mut self, cpu: usize, _now: f64, view: &mut dyn View) {

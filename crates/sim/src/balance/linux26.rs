@@ -34,7 +34,7 @@
 //! reads `cpu_load[]`, averages decayed per tick), and the tasks move in the order of
 //! [`movable`] (cache-cold first, then oldest) rather than the expired array first.
 
-use super::{movable, Balancer, Queued, Settings, View};
+use super::{earliest_pass, movable, staggered_passes, Balancer, Queued, Settings, View};
 use schedlab_policy::JobId;
 
 /// `SD_CPU_INIT.busy_factor`: a busy CPU balances this many times less often.
@@ -70,16 +70,14 @@ enum Pass {
 
 impl Linux26 {
     pub fn new(s: &Settings, cpus: usize) -> Linux26 {
-        let next: Vec<f64> = (0..cpus)
-            .map(|c| s.interval * (1.0 + c as f64 / cpus as f64))
-            .collect();
+        let next = staggered_passes(s.interval, cpus);
         Linux26 {
             min: s.interval,
             max: s.interval_max,
             imbalance: s.imbalance,
             interval: vec![s.interval; cpus],
             failed: vec![0; cpus],
-            earliest: next.iter().copied().fold(f64::INFINITY, f64::min),
+            earliest: earliest_pass(&next),
             next,
             buf: Vec::new(),
         }
@@ -189,7 +187,7 @@ impl Balancer for Linux26 {
             let factor = if idle { 1.0 } else { BUSY_FACTOR };
             self.next[cpu] = now + self.interval[cpu] * factor;
         }
-        self.earliest = self.next.iter().copied().fold(f64::INFINITY, f64::min);
+        self.earliest = earliest_pass(&self.next);
     }
 
     fn idle(&mut self, cpu: usize, _now: f64, view: &mut dyn View) {

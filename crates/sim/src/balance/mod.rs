@@ -185,6 +185,20 @@ pub fn build(settings: &Settings, cpus: usize) -> Box<dyn Balancer> {
     }
 }
 
+/// The first periodic pass of each CPU: staggered over one interval, so that the CPUs do not
+/// all balance at the same instant.
+pub(crate) fn staggered_passes(interval: f64, cpus: usize) -> Vec<f64> {
+    (0..cpus)
+        .map(|c| interval * (1.0 + c as f64 / cpus as f64))
+        .collect()
+}
+
+/// The earliest of the CPUs' next passes (kept by a balancer: the engine asks after every
+/// balancer call).
+pub(crate) fn earliest_pass(next: &[f64]) -> f64 {
+    next.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
 /// Queued jobs of `from` that may run on `to`, cache-cold first, each group oldest first.
 pub(crate) fn movable(view: &dyn View, from: usize, to: usize, buf: &mut Vec<Queued>) {
     buf.clear();
