@@ -8,8 +8,10 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use schedlab_serve::config::ServeSpec;
 use schedlab_serve::Server;
+
+mod common;
+use common::local_spec;
 
 #[test]
 fn two_thousand_back_to_back_connects_all_fit_in_the_listen_queue() {
@@ -25,12 +27,7 @@ fn two_thousand_back_to_back_connects_all_fit_in_the_listen_queue() {
     );
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), b"a\n").unwrap();
-    let spec = ServeSpec {
-        root: Some(dir.path().display().to_string()),
-        port: Some(0),
-        announce: Some(false),
-        ..Default::default()
-    };
+    let spec = local_spec(dir.path());
     // Binding raises the descriptor limit to the hard one, which 2,000 clients need.
     let server = Server::bind(spec.validate().unwrap()).unwrap();
     let addr = server.local_addr();

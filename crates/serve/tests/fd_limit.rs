@@ -11,8 +11,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
-use schedlab_serve::config::ServeSpec;
 use schedlab_serve::Server;
+
+mod common;
+use common::local_spec;
 
 fn status_of(mut s: &TcpStream) -> Option<u16> {
     let mut buf = Vec::new();
@@ -138,12 +140,7 @@ fn out_of_descriptors_it_sheds_with_503_and_recovers() {
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
-    let spec = ServeSpec {
-        root: Some(dir.path().display().to_string()),
-        port: Some(0),
-        announce: Some(false),
-        ..Default::default()
-    };
+    let spec = local_spec(dir.path());
     let server = Server::bind(spec.validate().unwrap()).unwrap();
     // The default of 10,000 connections cannot fit in 256 descriptors: clamped, and said.
     let own = 32 + 128 + 2 * 2; // the server's own, the default buffer of 128, 2 workers

@@ -11,44 +11,18 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use schedlab_serve::config::ServeSpec;
-use schedlab_serve::{Handle, Server, Stats};
+use schedlab_serve::Server;
 
-struct Running {
-    addr: SocketAddr,
-    handle: Handle,
-    thread: Option<JoinHandle<Stats>>,
-}
-
-impl Running {
-    fn stop(mut self) -> Stats {
-        self.handle.stop();
-        self.thread.take().unwrap().join().unwrap()
-    }
-}
-
-fn start(spec: ServeSpec) -> Running {
-    let server = Server::bind(spec.validate().unwrap()).unwrap();
-    let addr = server.local_addr();
-    let handle = server.handle();
-    let thread = std::thread::spawn(move || server.run(false).unwrap());
-    Running {
-        addr,
-        handle,
-        thread: Some(thread),
-    }
-}
+mod common;
+use common::{local_spec, start};
 
 fn spec(root: &Path) -> ServeSpec {
     ServeSpec {
-        root: Some(root.display().to_string()),
-        port: Some(0),
-        announce: Some(false),
         workers: Some(2),
-        ..Default::default()
+        ..local_spec(root)
     }
 }
 

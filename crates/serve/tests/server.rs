@@ -4,46 +4,12 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use schedlab_serve::config::{ClassSpec, ServeSpec};
-use schedlab_serve::{Handle, Server, Stats};
+use schedlab_serve::config::ClassSpec;
 
-struct Running {
-    addr: SocketAddr,
-    handle: Handle,
-    thread: Option<JoinHandle<Stats>>,
-}
-
-impl Running {
-    fn stop(mut self) -> Stats {
-        self.handle.stop();
-        self.thread.take().unwrap().join().unwrap()
-    }
-}
-
-fn start(spec: ServeSpec) -> Running {
-    let cfg = spec.validate().unwrap();
-    let server = Server::bind(cfg).unwrap();
-    let addr = server.local_addr();
-    let handle = server.handle();
-    let thread = std::thread::spawn(move || server.run(false).unwrap());
-    Running {
-        addr,
-        handle,
-        thread: Some(thread),
-    }
-}
-
-fn spec(root: &Path) -> ServeSpec {
-    ServeSpec {
-        root: Some(root.display().to_string()),
-        port: Some(0),
-        announce: Some(false),
-        ..Default::default()
-    }
-}
+mod common;
+use common::{local_spec, start};
 
 fn catalogue() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -125,7 +91,7 @@ fn raw(addr: SocketAddr, bytes: &[u8]) -> (u16, String) {
 #[test]
 fn serves_files_with_keep_alive_and_pipelining() {
     let dir = catalogue();
-    let r = start(spec(dir.path()));
+    let r = start(local_spec(dir.path()));
     let mut c = Client::connect(r.addr);
     for _ in 0..3 {
         c.send(b"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -168,7 +134,7 @@ fn refuses_escapes_malformed_and_oversized_requests() {
     std::fs::write(outside.path().join("secret"), b"s").unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
     std::os::unix::fs::symlink("/", dir.path().join("slash")).unwrap();
-    let r = start(spec(dir.path()));
+    let r = start(local_spec(dir.path()));
     let cases = [
         ("/../../../../etc/passwd", 403),
         ("/vip/../../etc/passwd", 403),
@@ -209,7 +175,7 @@ fn refuses_escapes_malformed_and_oversized_requests() {
 #[test]
 fn slow_clients_time_out_without_holding_workers() {
     let dir = catalogue();
-    let mut sp = spec(dir.path());
+    let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     sp.header_timeout = Some(2000.0);
     sp.idle_timeout = Some(400.0);
@@ -266,7 +232,7 @@ fn slow_clients_time_out_without_holding_workers() {
 #[test]
 fn a_client_that_leaves_mid_transfer_frees_its_worker_at_once() {
     let dir = catalogue();
-    let mut sp = spec(dir.path());
+    let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     // 4 MB at 1 ms/KiB: about 3.9 s of emulated (sleeping) cost.
     sp.cost = Some("0ms+1ms/KiB".into());
@@ -293,7 +259,7 @@ fn a_client_that_leaves_mid_transfer_frees_its_worker_at_once() {
 #[test]
 fn stop_drains_requests_in_flight_and_refuses_new_ones() {
     let dir = catalogue();
-    let mut sp = spec(dir.path());
+    let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     sp.cost = Some("0ms+0.25ms/KiB".into()); // big.bin: about 1 s
     let r = start(sp);
@@ -336,7 +302,7 @@ fn classes_by_prefix_and_header_order_a_priority_queue() {
         std::fs::write(dir.path().join(format!("vip/f{i}")), b"x").unwrap();
     }
     let log = dir.path().join("log.csv");
-    let mut sp = spec(dir.path());
+    let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     sp.policy = Some("priority".into());
     sp.cost = Some("1ms+5ms/KiB".into()); // blocker: about 1 s; the others 1 ms
@@ -407,7 +373,7 @@ fn log_rows(path: &Path) -> Vec<(String, u32, u32, u64, u64)> {
 fn srpt_preempts_a_long_transfer_at_a_packet_boundary() {
     let dir = catalogue();
     let log = dir.path().join("log.csv");
-    let mut sp = spec(dir.path());
+    let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     sp.policy = Some("srpt".into());
     sp.packet = Some(16 * 1024);
@@ -441,7 +407,7 @@ fn round_robin_turns_are_packets_of_lines() {
     std::fs::write(dir.path().join("a.txt"), &text).unwrap();
     std::fs::write(dir.path().join("b.txt"), &text).unwrap();
     let log = dir.path().join("log.csv");
-    let mut sp = spec(dir.path());
+    let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     sp.policy = Some("rr".into());
     sp.params =
@@ -524,7 +490,7 @@ fn the_drain_timeout_bounds_a_stop_held_up_by_a_client_that_does_not_read() {
     // Issue 15: with a client that stopped reading, the server was alive 40 s after SIGTERM
     // with a drain timeout of 2 s: its worker waited on the socket up to the send timeout.
     let dir = catalogue();
-    let mut sp = spec(dir.path());
+    let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     sp.send_timeout = Some(60_000.0);
     sp.drain_timeout = Some(300.0);
@@ -550,7 +516,7 @@ fn a_slow_but_steady_reader_is_served_and_a_stalled_one_is_cut_at_the_send_timeo
     // of the socket's queue is free: a client reading steadily at 64 KiB/s was cut off at 3 s.
     // It now counts time without progress (the unsent queue not shrinking).
     let dir = catalogue();
-    let mut sp = spec(dir.path());
+    let mut sp = local_spec(dir.path());
     sp.workers = Some(2);
     sp.send_timeout = Some(400.0);
     let r = start(sp);

@@ -8,40 +8,16 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use schedlab_policy::{ParamValue, Params};
 use schedlab_serve::config::ServeSpec;
-use schedlab_serve::{Handle, Server, Stats};
+
+mod common;
+use common::{local_spec, start};
 
 const BIG: u64 = 50 * 1024 * 1024;
 const PATTERN: usize = 8_000_000;
-
-struct Running {
-    addr: SocketAddr,
-    handle: Handle,
-    thread: Option<JoinHandle<Stats>>,
-}
-
-impl Running {
-    fn stop(mut self) -> Stats {
-        self.handle.stop();
-        self.thread.take().unwrap().join().unwrap()
-    }
-}
-
-fn start(spec: ServeSpec) -> Running {
-    let server = Server::bind(spec.validate().unwrap()).unwrap();
-    let addr = server.local_addr();
-    let handle = server.handle();
-    let thread = std::thread::spawn(move || server.run(false).unwrap());
-    Running {
-        addr,
-        handle,
-        thread: Some(thread),
-    }
-}
 
 /// A root with `big.bin` (50 MiB, sparse), `1k.bin` and `pattern.bin` (8 MB whose bytes
 /// depend on their offset, to check a resumed transfer byte for byte).
@@ -65,9 +41,6 @@ fn spec(root: &Path, policy: &str, send_timeout_ms: f64) -> ServeSpec {
         _ => None,
     };
     ServeSpec {
-        root: Some(root.display().to_string()),
-        port: Some(0),
-        announce: Some(false),
         workers: Some(2),
         policy: Some(policy.into()),
         params,
@@ -75,7 +48,7 @@ fn spec(root: &Path, policy: &str, send_timeout_ms: f64) -> ServeSpec {
         send_timeout: Some(send_timeout_ms),
         drain_timeout: Some(300.0),
         log: Some(root.join("log.csv").display().to_string()),
-        ..Default::default()
+        ..local_spec(root)
     }
 }
 
