@@ -558,6 +558,23 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _launchers(pid: int) -> list[int]:
+    """The os launchers among `pid`'s children, by command line (the command may start
+    short-lived probes first)."""
+    return [c for c in _children(pid) if "launcher.py" in _cmdline(c)]
+
+
+def _alive_after(pids: list[int], seconds: float) -> list[int]:
+    """Those of `pids` still running (not zombies) after waiting up to `seconds` for all to
+    end."""
+    deadline = time.monotonic() + seconds
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if _running(p)]
+        time.sleep(0.02)
+    return alive
+
+
 def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
@@ -601,16 +618,12 @@ def test_whatever_kills_the_command_kills_the_run(sig, run):
     if sig == signal.SIGKILL:
         # The real-time coordinator (launcher, dispatcher) runs under a short RLIMIT_RTTIME:
         # a hang of 1 s without blocking stops it, and its workers with it.
-        launcher = [c for c in _children(proc.pid) if "launcher.py" in _cmdline(c)][0]
+        launcher = _launchers(proc.pid)[0]
         limits = Path(f"/proc/{launcher}/limits").read_text()
         line = next(x for x in limits.splitlines() if x.startswith("Max realtime timeout"))
         assert line.split()[3:5] == ["1000000", "2000000"], line
     proc.send_signal(sig)
-    signalled = time.monotonic()
-    alive = list(run_processes)
-    while alive and time.monotonic() < signalled + 2:
-        alive = [p for p in alive if _running(p)]
-        time.sleep(0.02)
+    alive = _alive_after(run_processes, 2)
     assert not alive, f"{run}: alive 2 s after {signal.Signals(sig).name}: {alive}"
     proc.communicate(timeout=30)
 
@@ -637,8 +650,7 @@ def test_a_signal_inside_the_run_leaves_nothing_behind(target, sig):
     deadline = time.monotonic() + 20
     launcher, workers = None, []
     while time.monotonic() < deadline:
-        # The launcher by its command line: the command may start short-lived probes first.
-        launchers = [c for c in _children(proc.pid) if "launcher.py" in _cmdline(c)]
+        launchers = _launchers(proc.pid)
         launcher = launchers[0] if launchers else None
         workers = _children(launcher) if launcher else []
         if (phase == "start" and (workers if target == "worker" else launcher)) or \
@@ -653,11 +665,7 @@ def test_a_signal_inside_the_run_leaves_nothing_behind(target, sig):
     assert victims, f"{target}: none alive to signal"
     os.kill(victims[0], sig)
     _, err = proc.communicate(timeout=30)
-    ended = time.monotonic()
-    alive = list(run_processes)
-    while alive and time.monotonic() < ended + 2:
-        alive = [p for p in alive if _running(p)]
-        time.sleep(0.02)
+    alive = _alive_after(run_processes, 2)
     case = f"{target} {signal.Signals(sig).name} at {phase}"
     assert not alive, f"{case}: alive 2 s after the command ended: {alive}"
     # What the user sees: an answer, never a traceback; a killed worker is reported as such
