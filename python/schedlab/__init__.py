@@ -15,17 +15,18 @@ from schedlab._core import SpecError
 if TYPE_CHECKING:
     from schedlab import policies, theory
     from schedlab.api import load_results, run, simulate, validate
+    from schedlab.calibration import calibrate
     from schedlab.results import Result
 
-__all__ = ["simulate", "validate", "run", "load_results", "policies", "theory", "Result",
-           "SpecError"]
+__all__ = ["simulate", "validate", "run", "load_results", "calibrate", "policies", "theory",
+           "Result", "SpecError"]
 __version__ = "0.1.0"
 
 # The API is imported on first use (PEP 562), so the command line starts without pandas and
 # scipy (issue 12). Name -> the module that defines it; None for a submodule.
 _LAZY = {"simulate": "schedlab.api", "validate": "schedlab.api", "run": "schedlab.api",
-         "load_results": "schedlab.api", "Result": "schedlab.results", "policies": None,
-         "theory": None}
+         "load_results": "schedlab.api", "calibrate": "schedlab.calibration",
+         "Result": "schedlab.results", "policies": None, "theory": None}
 
 
 def __getattr__(name: str) -> Any:

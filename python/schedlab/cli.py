@@ -89,7 +89,8 @@ TABLE_OUTPUTS = {
 
 def native_keys(world: Any) -> list[str]:
     """A world's native keys, in the vocabulary's order."""
-    return [k for k in KEYS if k in world.NATIVE_KEYS]
+    direct = getattr(world, "DIRECT_KEYS", world.NATIVE_KEYS)
+    return [k for k in KEYS if k in direct]
 
 
 def _check_outputs(paths: dict[str, str | None]) -> None:
@@ -451,6 +452,32 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from schedlab import calibration
+    from schedlab.clikit import status
+    from schedlab.jsonio import dumps
+
+    spec = {k: getattr(args, k) for k in calibration.CONFIG_KEYS if getattr(args, k) is not None}
+    for k, v in spec.items():
+        typed(k, v, KEYS[k])
+    seed = typed("seed", args.seed, KEYS["seed"]) if args.seed is not None else 1
+    what = ", ".join(f"{k} {v}" for k, v in spec.items()) or "its defaults"
+    with status(f"calibrating the {args.world} ({what}): three short phases on loopback",
+                enabled=False if args.json else None):
+        prof = calibration.calibrate(args.world, args.out, seed=seed, **spec)
+    if args.json:
+        print(dumps(prof))
+        return 0
+    for name, term in prof["server"].items():
+        spread = "".join(f"  {q} {term[q]:.4g}" for q in ("p50", "p95") if q in term)
+        print(f"{name:8} {term['mean']:.4g} {term['unit']}  95% [{term['low']:.4g}, "
+              f"{term['high']:.4g}]{spread}")
+    fit = prof["fit"]
+    print(f"calibrated in {prof['profile']['seconds']:.1f} s ({fit['requests']} requests fitted, "
+          f"{fit['left_out']} far off the fit left out) -> {args.out}")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from schedlab.report import make_report
 
@@ -477,6 +504,7 @@ def _add_world_flags(p: argparse.ArgumentParser, world: Any, title: str) -> None
 
 
 def make_parser() -> argparse.ArgumentParser:
+    from schedlab import calibration
     from schedlab.server import add_commands as add_server_commands  # serve, load
 
     parser = Parser(prog="schedlab", description="A laboratory for scheduling policies.")
@@ -547,6 +575,15 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="results directory written by `schedlab run`")
     p.add_argument("--html", help="HTML file to write; default DIR/report.html")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("calibrate", help="measure this machine's costs for the simulator: a "
+                       "machine profile (TOML) that `--profile` then models")
+    p.add_argument("world", choices=["server"], help="the world to measure: server (the file "
+                   "server as configured by the flags below, on loopback)")
+    p.add_argument("--out", required=True, metavar="FILE.toml", help="profile to write")
+    add_key_flags(p, list(calibration.CONFIG_KEYS) + ["seed"])
+    p.add_argument("--json", action="store_true", help="print the profile as one JSON object")
+    p.set_defaults(func=cmd_calibrate)
 
     add_server_commands(sub)
     return parser

@@ -675,7 +675,7 @@ def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[s
 def _resolve_files(value: Any, key: str, base: Path) -> Any:
     """Relative trace and empirical:FILE paths are relative to the experiment file."""
     if isinstance(value, str):
-        if key == "trace" and not Path(value).is_absolute():
+        if key in ("trace", "profile") and not Path(value).is_absolute():
             return str((base / value).resolve())
         if value.startswith("empirical:"):
             f = value[len("empirical:"):].strip()

@@ -58,6 +58,22 @@ EXTRA_COLUMNS = ["sent", "status", "error", "path", "server_arrival", "service",
 DEFAULT_FILES = 100
 MAX_CATALOGUE_BYTES = 4 << 30
 LINE = b"schedlab serves this line as part of a generated catalogue file.\n"  # 64 bytes
+LINE_BYTES = len(LINE)
+DEFAULT_PACKET_BYTES = 65_536
+DEFAULT_PACKET_LINES = 10
+
+
+def packet_ms(spec: dict[str, Any]) -> tuple[float, int, float]:
+    """(ms per packet by the cost model, bytes per packet, per-byte ms) of a spec's `cost`,
+    `packet` and `packet_unit`; a bad cost raises SpecError naming `cost`."""
+    cost = _core.parse_cost(str(spec.get("cost", "none")))
+    packet = spec.get("packet")
+    if spec.get("packet_unit", "bytes") == "lines":
+        nbytes = int(packet or DEFAULT_PACKET_LINES) * LINE_BYTES
+    else:
+        nbytes = int(packet or DEFAULT_PACKET_BYTES)
+    per = float(cost["per_byte_ms"])
+    return nbytes * per, nbytes, per
 
 
 # ---------------------------------------------------------------------------------------------

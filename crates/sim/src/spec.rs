@@ -53,6 +53,10 @@ pub struct SimSpec {
     pub allow_unstable: Option<bool>,
     pub cpus: Option<u32>,
     pub context_switch: Option<f64>,
+    pub turn_cost: Option<f64>,
+    pub service_scale: Option<f64>,
+    pub service_offset: Option<f64>,
+    pub dispatch_delay: Option<f64>,
     pub runqueues: Option<String>,
     pub placement: Option<String>,
     pub choices: Option<u32>,
@@ -248,6 +252,13 @@ pub enum Boost {
 pub struct Machine {
     pub cpus: usize,
     pub context_switch: f64,
+    /// CPU time of every run of a job after its first (a server's turn).
+    pub turn_cost: f64,
+    /// A job of size s takes `service_scale * s + service_offset` of CPU time.
+    pub service_scale: f64,
+    pub service_offset: f64,
+    /// Time between a job's submission and its arrival at the machine, counted in its response.
+    pub dispatch_delay: f64,
     pub runqueues: Runqueues,
     pub placement: Placement,
     pub balancer: balance::Settings,
@@ -628,6 +639,10 @@ impl SimSpec {
         Ok(Machine {
             cpus,
             context_switch: non_negative("context_switch", self.context_switch, 0.0)?,
+            turn_cost: non_negative("turn_cost", self.turn_cost, 0.0)?,
+            service_scale: positive("service_scale", self.service_scale)?.unwrap_or(1.0),
+            service_offset: non_negative("service_offset", self.service_offset, 0.0)?,
+            dispatch_delay: non_negative("dispatch_delay", self.dispatch_delay, 0.0)?,
             runqueues,
             placement,
             balancer,

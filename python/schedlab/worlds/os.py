@@ -103,6 +103,9 @@ SERVER_FILES = "files and their sizes belong to the server world: give size (ms 
 
 SIM_CAP = "the simulator's cap of a run until precise: the os world's is max_time (ms)"
 
+MODEL_TERM = "a term of a calibrated model: real processes' costs are real"
+PROFILE = "a profile is what the real processes measured: the simulator models it"
+
 KEYS = {
     "policy": maps(_policy), "params": NATIVE,
     "sched": NATIVE, "nice": NATIVE, "rtprio": NATIVE, "runtime": NATIVE, "deadline": NATIVE,
@@ -114,7 +117,9 @@ KEYS = {
     "bytes": refuses(SERVER_FILES),
     "files": drops(), "catalogue": refuses(SERVER_FILES), "zipf": drops(),
     "burst": refuses(OPEN_ARRIVALS),
-    "cpus": NATIVE, "context_switch": drops(MEASURED), "runqueues": maps(_runqueues),
+    "cpus": NATIVE, "context_switch": drops(MEASURED), "turn_cost": drops(MODEL_TERM),
+    "service_scale": drops(MODEL_TERM), "service_offset": drops(MODEL_TERM),
+    "dispatch_delay": drops(MODEL_TERM), "profile": drops(PROFILE), "runqueues": maps(_runqueues),
     "placement": maps(_placement_model), "choices": maps(_placement_model),
     "balancer": maps(_placement_model), "balance_interval": maps(_placement_model),
     "balance_interval_max": maps(_placement_model), "imbalance": maps(_placement_model),

@@ -22,10 +22,6 @@ from schedlab.worlds import NATIVE, Translation, check_native, drops, every_clas
 if TYPE_CHECKING:
     from schedlab.results import Result
 
-LINE_BYTES = len(machinery.LINE)  # a line of the generated catalogue
-DEFAULT_PACKET_BYTES = 65_536
-DEFAULT_PACKET_LINES = 10
-
 
 def fmt(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
@@ -47,17 +43,9 @@ def _policy(t: Translation, key: str) -> None:
 def packet_ms(t: Translation) -> tuple[float, int, float]:
     """(ms per packet by the cost model, bytes per packet, per-byte ms)."""
     try:
-        cost = _core.parse_cost(str(t.spec.get("cost", "none")))
+        return machinery.packet_ms(t.spec)
     except SpecError as e:  # named by its path in the file, before a run is refused for it
-        raise spec_error(t.path("cost"), e.value, e.allowed) from None
-    unit = t.spec.get("packet_unit", "bytes")
-    packet = t.spec.get("packet")
-    if unit == "lines":
-        nbytes = int(packet or DEFAULT_PACKET_LINES) * LINE_BYTES
-    else:
-        nbytes = int(packet or DEFAULT_PACKET_BYTES)
-    per = float(cost["per_byte_ms"])
-    return nbytes * per, nbytes, per
+        raise spec_error(t.path(e.key), e.value, e.allowed) from None
 
 
 def _params(t: Translation, key: str) -> None:
@@ -172,6 +160,8 @@ CLASS_NO_COUNTERPART = ("a class key the server has no counterpart of (its class
 
 SIM_CAP = "the simulator's cap of a run until precise: the server's is max_time (ms)"
 
+MEASURED_COSTS = "a term of a calibrated model: the server's costs are real"
+
 KEYS = {
     "policy": maps(_policy), "params": maps(_params),
     "sched": refuses(KERNEL), "nice": maps(every_class), "rtprio": refuses(KERNEL),
@@ -185,6 +175,9 @@ KEYS = {
     "cpus": NATIVE,
     "context_switch": drops("the server's switches between requests cost what they really "
                             "cost (measured, not modelled)"),
+    "turn_cost": drops(MEASURED_COSTS), "service_scale": drops(MEASURED_COSTS),
+    "service_offset": drops(MEASURED_COSTS), "dispatch_delay": drops(MEASURED_COSTS),
+    "profile": drops("a profile is what the server measured: the simulator models it"),
     "runqueues": maps(_runqueues), "placement": drops(ONE_QUEUE), "choices": drops(ONE_QUEUE),
     "balancer": drops(ONE_QUEUE), "balance_interval": drops(ONE_QUEUE),
     "balance_interval_max": drops(ONE_QUEUE), "imbalance": drops(ONE_QUEUE),

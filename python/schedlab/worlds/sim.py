@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
+from schedlab import profile
 from schedlab.vocabulary import DEFAULT_SEED, cpu_list, flat_spec, replication_seed
 from schedlab.worlds import (
     NATIVE,
@@ -170,6 +171,16 @@ def _start_pinned(t: Translation, key: str) -> None:
         t.spec[key] = cpus[0]
 
 
+def _profile(t: Translation, key: str) -> None:
+    """A machine profile becomes the simulator's terms that model what it measured."""
+    value, where = t.spec[key], t.path(key)
+    spec, notes = profile.apply(t.spec, t.base_dir, where)
+    t.spec.clear()
+    t.spec.update(spec)
+    for n in notes:
+        t.note(key, value, n)
+
+
 KERNEL_NOTE = "a kernel attribute: the simulator models kernel policies (policy = kernel)"
 SERVER_COST = "a key of the server's emulated cost: sizes are already ms here"
 
@@ -192,7 +203,9 @@ KEYS = {
                   "serves a catalogue of files drawn from it"),
     "burst": refuses("the simulator has no model of a scripted burst: give it as a trace "
                      "(arrival, size, class), which the server world reads as a burst"),
-    "cpus": maps(_cpus), "context_switch": NATIVE, "runqueues": NATIVE, "placement": NATIVE,
+    "cpus": maps(_cpus), "context_switch": NATIVE, "turn_cost": NATIVE, "service_scale": NATIVE,
+    "service_offset": NATIVE, "dispatch_delay": NATIVE, "profile": maps(_profile),
+    "runqueues": NATIVE, "placement": NATIVE,
     "choices": NATIVE, "balancer": NATIVE, "balance_interval": NATIVE,
     "balance_interval_max": NATIVE, "imbalance": NATIVE, "migration_cost": NATIVE,
     "cache_hot": NATIVE, "timeslice": NATIVE, "affinity": maps(_affinity),
@@ -234,10 +247,15 @@ CLASS_KEYS = {
 # The keys the core reads (its SimSpec); the table's NATIVE keys must be these (a test checks).
 NATIVE_KEYS = frozenset(_core.SIM_KEYS)
 NATIVE_CLASS_KEYS = frozenset(_core.SIM_CLASS_KEYS)
+# What a direct run (the CLI, `simulate`) takes: the native keys, and a profile (core_spec
+# applies it as the table's mapping does).
+DIRECT_KEYS = NATIVE_KEYS | {"profile"}
 
 
 def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A spec as the core takes it: parameters in `params`, bare numbers as `det:`."""
+    if spec.get("profile") is not None:
+        spec, _notes = profile.apply(spec)
     core = flat_spec(**spec)
     check_native("sim", KEYS, NATIVE_KEYS, core)
     return core

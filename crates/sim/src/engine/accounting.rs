@@ -134,7 +134,9 @@ impl Engine<'_> {
         let j = &self.jobs[id.index()];
         let view = &j.view;
         self.acct.work_completed += view.size;
-        let response = now - view.arrival;
+        // Submitted `dispatch_delay` before it reached the machine.
+        let arrival = view.arrival - self.cfg.machine.dispatch_delay;
+        let response = now - arrival;
         // Fluid policies serve every job at once: its wait is the time it was slowed down.
         let wait = if self.rqs[j.rq as usize].fluid {
             (response - view.size - j.io_time).max(0.0)
@@ -151,7 +153,7 @@ impl Engine<'_> {
             let row = JobRow {
                 client,
                 class: view.class,
-                arrival: view.arrival,
+                arrival,
                 completion: now,
                 size: view.size,
                 wait,
@@ -168,7 +170,7 @@ impl Engine<'_> {
                 tab.client.push(client);
                 tab.class.push(view.class);
                 tab.cpu.push(j.cpu);
-                tab.arrival.push(view.arrival);
+                tab.arrival.push(arrival);
                 tab.first_run.push(j.first_run);
                 tab.completion.push(now);
                 tab.size.push(view.size);

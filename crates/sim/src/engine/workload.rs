@@ -21,14 +21,17 @@ impl Engine<'_> {
         match &self.cfg.workload {
             Workload::Open { arrival } => {
                 if self.issue_limit > 0 {
-                    self.next_open = arrival.sample(&mut self.rng_arrival);
+                    // Every job reaches the machine `dispatch_delay` after it is sent.
+                    self.next_open =
+                        arrival.sample(&mut self.rng_arrival) + self.cfg.machine.dispatch_delay;
                 }
             }
             Workload::Closed { clients } => {
                 for (c, &class) in clients.iter().enumerate() {
                     if self.issued + self.pending < self.issue_limit {
                         let class = &self.cfg.classes[class as usize];
-                        let t = class.think.sample(&mut self.rng_think);
+                        let t = class.think.sample(&mut self.rng_think)
+                            + self.cfg.machine.dispatch_delay;
                         self.pending += 1;
                         self.timer(t, Timer::Think(c as u32));
                     }
@@ -47,7 +50,7 @@ impl Engine<'_> {
             Workload::Closed { .. } => f64::INFINITY,
             Workload::Trace { rows } => {
                 if (self.trace_at as u64) < self.issue_limit {
-                    rows[self.trace_at].arrival
+                    rows[self.trace_at].arrival + self.cfg.machine.dispatch_delay
                 } else {
                     f64::INFINITY
                 }
@@ -194,6 +197,8 @@ impl Engine<'_> {
                 JobId((self.jobs.len() - 1) as u32)
             }
         };
+        let m = &self.cfg.machine;
+        let size = m.service_scale * size + m.service_offset;
         let mut view = JobView::new(id, now, size);
         view.class = class as u32;
         view.task = task;
@@ -264,7 +269,8 @@ impl Engine<'_> {
         let next_think = (closed && persistent && self.issued + self.pending < self.issue_limit)
             .then(|| {
                 let class = &self.cfg.classes[self.tasks[task].class as usize];
-                class.think.sample(&mut self.rng_think)
+                // The next request travels to the machine after the client thinks.
+                class.think.sample(&mut self.rng_think) + self.cfg.machine.dispatch_delay
             });
         if self.threads && closed && persistent {
             if let Some(think) = next_think {

@@ -1,0 +1,216 @@
+"""`schedlab calibrate server`: short, automatic measurements of the real file server on this
+machine, written as a machine profile (`schedlab.profile`) that the simulator then models.
+
+The server runs as configured (workers, cost, cost_mode, packet), on loopback, in three
+phases of a few seconds each, with a catalogue of files chosen to spread the sizes:
+
+1. one client, FCFS: every request alone in the server (worker time against file size: the
+   fixed and per-KiB costs; client response minus worker time: the delay outside the workers);
+2. one client, round robin with a one-packet quantum: a request goes on after its own
+   quantum, turn after turn (the cost of a later turn);
+3. two clients per worker, round robin with a one-packet quantum: turns alternate between
+   requests (the extra cost of a switch).
+
+One least-squares fit over all requests of the three phases gives worker time = fixed +
+per_kib x KiB + turn x later turns + switch x later turns after another request, with 95%
+intervals from the fit's standard errors (requests far off the fit, the machine's hiccups,
+are left out and counted). Times come from the server's own per-request log (worker time,
+turns) and the load generator (response), as in every server run.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import platform
+import time
+from typing import Any
+
+import numpy as np
+
+from schedlab import profile as profiles
+from schedlab import server as machinery
+from schedlab.vocabulary import spec_error
+
+# The server keys a calibration takes (the server as it will run), and their defaults.
+CONFIG_KEYS = ("cpus", "cost", "cost_mode", "packet", "packet_unit", "buffer")
+DEFAULTS = {"cpus": 2, "cost": "none", "cost_mode": "sleep"}
+PHASE_MS = 2_500.0  # load per phase (ms)
+OUTLIER_MADS = 8.0  # a request this many MADs off the first fit is left out of the second
+TERMS = ("fixed", "per_kib", "turn", "switch")
+
+
+def config_of(spec: dict[str, Any]) -> dict[str, Any]:
+    """The server configuration a calibration measures: the spec's server keys, defaults."""
+    unknown = sorted(set(spec) - set(CONFIG_KEYS))
+    if unknown:
+        raise spec_error(unknown[0], spec[unknown[0]],
+                         "a server key a calibration takes: " + ", ".join(CONFIG_KEYS))
+    config = {**DEFAULTS, **spec}
+    cpus = config["cpus"]
+    if not (isinstance(cpus, int) and not isinstance(cpus, bool) and cpus >= 1):
+        raise spec_error("cpus", cpus, "a number of worker threads >= 1")
+    return config
+
+
+def _sizes(config: dict[str, Any]) -> list[int]:
+    """File sizes that spread the worker time: from 1 KiB to about 5 ms of emulated cost
+    (between 4 and 32 packets)."""
+    _ms, packet, per_byte = machinery.packet_ms(config)
+    most = 5.0 / per_byte if per_byte > 0 else 16 * packet
+    most = int(min(max(most, 4 * packet), 32 * packet))
+    return [1024] + [int(most * k / 5) for k in range(1, 6)]
+
+
+def _phase(config: dict[str, Any], policy: str, params: dict[str, Any], clients: int,
+           sizes: list[int], seed: int, duration_ms: float) -> Any:
+    catalogue = [{"path": f"/cal/{i}.bin", "bytes": b} for i, b in enumerate(sizes)]
+    spec = {**config, "policy": policy, "params": params, "clients": clients,
+            "think": "det:0.5" if clients == 1 else "det:0", "catalogue": catalogue,
+            "time": duration_ms, "warmup": 20, "seed": seed}
+    return machinery.run(spec)
+
+
+def _switched_turns(schedule: Any) -> dict[int, tuple[int, int]]:
+    """Per request: (later turns, later turns whose worker ran another request just
+    before)."""
+    out: dict[int, list[int]] = {}
+    s = schedule.sort_values(["cpu", "start"], kind="stable")
+    for _cpu, rows in s.groupby("cpu"):
+        prev = None
+        seen: set[int] = set()
+        for job in rows["job"].to_numpy():
+            job = int(job)
+            later = job in seen
+            seen.add(job)
+            if later:
+                c = out.setdefault(job, [0, 0])
+                c[0] += 1
+                c[1] += int(prev != job)
+            prev = job
+    # A request's turns on several workers: count its first turn once, on any worker.
+    first = schedule.groupby("job")["cpu"].nunique()
+    for job, workers in first.items():
+        if workers > 1:
+            c = out.setdefault(int(job), [0, 0])
+            c[0] += int(workers) - 1
+            c[1] += int(workers) - 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _rows(result: Any) -> np.ndarray:
+    """[worker ms, KiB, later turns, switched turns, response ms] per served request."""
+    jobs = result.jobs
+    jobs = jobs[(jobs["error"] == 0) & jobs["service"].notna()]
+    turns = _switched_turns(result.schedule)
+    later = np.array([turns.get(int(j), (0, 0)) for j in jobs["job"]], dtype=float)
+    later = later.reshape(-1, 2)
+    return np.column_stack([jobs["service"].to_numpy(float), jobs["size"].to_numpy(float) / 1024,
+                            later[:, 0], later[:, 1], jobs["response"].to_numpy(float)])
+
+
+def _fit(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Least squares of worker time on (1, KiB, later turns, switched turns), refit without
+    the requests far off the first fit. Returns (coefficients, standard errors, n, left out)."""
+    y = rows[:, 0]
+    x = np.column_stack([np.ones(len(rows)), rows[:, 1], rows[:, 2], rows[:, 3]])
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    resid = y - x @ coef
+    mad = float(np.median(np.abs(resid - np.median(resid)))) or 1e-9
+    keep = np.abs(resid - np.median(resid)) <= OUTLIER_MADS * 1.4826 * mad
+    x, y = x[keep], y[keep]
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ coef
+    dof = max(len(y) - x.shape[1], 1)
+    s2 = float(resid @ resid) / dof
+    cov = s2 * np.linalg.pinv(x.T @ x)
+    return coef, np.sqrt(np.maximum(np.diag(cov), 0.0)), int(len(y)), int((~keep).sum())
+
+
+def _term(mean: float, se: float, n: int, unit: str, **extra: Any) -> dict[str, Any]:
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.975, max(n - 1, 1))) * se
+    return {"mean": float(mean), "low": float(mean - half), "high": float(mean + half),
+            "unit": unit, **extra}
+
+
+def _quantiles(values: np.ndarray) -> dict[str, float]:
+    return {"p50": float(np.quantile(values, 0.5)), "p95": float(np.quantile(values, 0.95))}
+
+
+def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
+                     phase_ms: float = PHASE_MS) -> dict[str, Any]:
+    """Measures the server configured by `spec` (keys of `CONFIG_KEYS`) and returns its
+    profile (write it with `schedlab.profile.write`)."""
+    config = config_of(dict(spec or {}))
+    machinery.packet_ms(config)  # a bad cost is refused before any run
+    started = time.monotonic()
+    sizes = _sizes(config)
+    large = [b for b in sizes if b > 1024]
+    _ms, packet, per_byte = machinery.packet_ms(config)
+    cpus = int(config["cpus"])
+    alone = _phase(config, "fcfs", {}, 1, sizes, seed, phase_ms)
+    turns = _phase(config, "rr", {"quantum": 1}, 1, large, seed + 1, phase_ms)
+    switches = _phase(config, "rr", {"quantum": 1}, 2 * cpus, large, seed + 2, phase_ms)
+    rows = [_rows(r) for r in (alone, turns, switches)]
+    coef, se, n, left_out = _fit(np.vstack(rows))
+    a = rows[0]
+    # Worker time of a request alone beyond its bytes: the spread of the fixed cost.
+    fixed_each = a[:, 0] - coef[1] * a[:, 1]
+    # Outside the workers with no queue: the client's response minus the worker's time.
+    delay = a[:, 4] - a[:, 0]
+    units = profiles.SERVER_TERMS
+    terms = {name: _term(coef[i], se[i], n, units[name]) for i, name in enumerate(TERMS)}
+    terms["fixed"].update(_quantiles(fixed_each))
+    terms["delay"] = _term(float(np.mean(delay)), float(np.std(delay, ddof=1) / math.sqrt(
+        len(delay))), len(delay), units["delay"], **_quantiles(delay))
+    seconds = time.monotonic() - started
+    return {
+        "profile": {
+            "format": profiles.FORMAT, "world": "server",
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "host": platform.node(), "kernel": platform.release(),
+            "cpu": _cpu_model(), "cpus_online": os.cpu_count() or 0,
+            "seconds": round(seconds, 2),
+            "config": {k: v for k, v in config.items() if v is not None},
+        },
+        "server": terms,
+        "fit": {
+            "requests": n, "left_out": left_out,
+            "phases": {"alone": len(rows[0]), "turns": len(rows[1]), "switches": len(rows[2])},
+            "file_bytes": sizes, "packet_bytes": packet,
+            "emulated_per_kib": per_byte * 1024,
+        },
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: int = 1,
+              **spec: Any) -> dict[str, Any]:
+    """Calibrates `world` ("server") as configured by `spec` (cpus, cost, cost_mode, packet,
+    packet_unit, buffer), writes the profile to `out` (TOML) if given, and returns it.
+
+        schedlab.calibrate("server", "server.toml", cpus=2, cost="0.25ms+0.02ms/KiB")
+        schedlab.simulate("rr", quantum=5, profile="server.toml", ...)
+    """
+    if world != "server":
+        raise spec_error("world", world, "server (the os world's calibration is not built yet)")
+    if out is not None:
+        from schedlab.files import check_writable
+
+        check_writable("out", out, (".toml",))
+    result = calibrate_server(spec, seed=seed)
+    if out is not None:
+        profiles.write(out, result)
+    return result

@@ -1,0 +1,207 @@
+"""Machine profiles: what `schedlab calibrate` measured on a machine, as a TOML file a person
+can read and edit, and how the simulator models it (`profile = "FILE"` in `[machine]`,
+`--profile FILE`, `simulate(profile=...)`).
+
+A server profile holds, for the server as it was calibrated (`[profile.config]`: workers,
+cost, cost_mode, packet), each measured term with its 95% interval and, where one number
+would hide the spread, its quantiles:
+
+- `fixed`: worker time of a request beyond its bytes (the emulated fixed cost plus the
+  server's own: the first turn's wake-up from the emulated cost, its last write, the queue);
+- `per_kib`: worker time per KiB of file (the emulated per-size cost plus the server's own);
+- `turn`: worker time of every later turn of a request that goes on after its own quantum;
+- `switch`: what a later turn costs more when its worker ran another request just before;
+- `delay`: a request's time outside the workers with no queue: the client's send, the
+  master's read and parse, the hand-off to an idle worker, the response's way back.
+
+The simulator's model of it (`model_terms`): a job of s ms of ideal service (the cost
+model's `fixed + per-byte x bytes`) takes `service_scale x s + service_offset` ms of CPU, so
+that it costs the measured `fixed + per_kib x KiB`; every later run of a job costs `turn_cost`
+and a switch `context_switch` on top; each response includes `dispatch_delay`. Work
+parameters (a quantum) become whole packets, as the server counts them, of the calibrated
+per-KiB cost. A profile measured under another emulated cost still applies: the server's own
+part (measured minus emulated) is added to the spec's cost.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+import schedlab._core as _core
+from schedlab import server as machinery
+from schedlab.files import atomic_file
+from schedlab.vocabulary import find_policy, param_units, spec_error
+
+FORMAT = 1
+SERVER_TERMS = {
+    "fixed": "ms",
+    "per_kib": "ms/KiB",
+    "turn": "ms",
+    "switch": "ms",
+    "delay": "ms",
+}
+# The server's keys a profile reads to model a run (the simulator has no use for them otherwise).
+SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
+ALLOWED = ("a machine profile written by `schedlab calibrate` (TOML: [profile] format = 1, "
+           "world = \"server\", and [server.fixed], [server.per_kib], [server.turn], "
+           "[server.switch], [server.delay] each with a mean)")
+
+
+def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
+    """Reads and checks a profile; a missing or malformed file is one SpecError naming `key`."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise spec_error(key, str(path), ALLOWED + "; there is no such file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise spec_error(key, str(path), f"{ALLOWED}; reading it failed: {e}") from None
+    head = data.get("profile")
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        raise spec_error(key, str(path), ALLOWED + f"; [profile] format = {FORMAT} is missing")
+    world = head.get("world")
+    if world != "server":
+        raise spec_error(key, str(path), ALLOWED + f"; its world is {world!r}")
+    terms = data.get("server")
+    for name in SERVER_TERMS:
+        term = terms.get(name) if isinstance(terms, dict) else None
+        mean = term.get("mean") if isinstance(term, dict) else None
+        if not (isinstance(mean, int | float) and not isinstance(mean, bool)
+                and math.isfinite(mean)):
+            raise spec_error(key, str(path), ALLOWED + f"; [server.{name}] has no mean")
+    return data
+
+
+def write(path: str | os.PathLike[str], profile: dict[str, Any]) -> None:
+    """Writes a profile whole or not at all (a comment line first says what it is)."""
+    text = ("# schedlab machine profile: what `schedlab calibrate` measured (docs/calibration.md)."
+            "\n# Every term: mean, its 95% interval [low, high], and quantiles where measured.\n"
+            + tomli_w.dumps(_plain(profile)))
+    with atomic_file(path) as tmp:
+        tmp.write_text(text)
+
+
+def _plain(v: Any) -> Any:
+    """Numbers and tables TOML can hold (numpy scalars become floats; NaN is left out)."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()
+                if not (isinstance(x, float) and math.isnan(x)) and x is not None}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float):
+        return float(f"{v:.6g}")  # a person reads the file: six digits are plenty
+    return v
+
+
+def mean(profile: dict[str, Any], term: str) -> float:
+    return float(profile["server"][term]["mean"])
+
+
+def model_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                        list[str]]:
+    """The simulator's keys that model `profile` for a run of `spec` (its policy, params,
+    cost and packet as the server world reads them), and one note per term."""
+    calibrated = profile["profile"].get("config", {})
+    # The server modelled: the spec's cost and packets, or those it was calibrated with.
+    server = {k: spec.get(k, calibrated.get(k)) for k in SERVER_KEYS}
+    server = {k: v for k, v in server.items() if v is not None}
+    per_packet, packet_bytes, per_byte = machinery.packet_ms(server)
+    fixed_spec = float(_core.parse_cost(str(server.get("cost", "none")))["fixed_ms"])
+    cal_cost = _core.parse_cost(str(calibrated.get("cost", "none")))
+    # The server's own costs: measured minus what the calibrated server emulated.
+    own_fixed = mean(profile, "fixed") - float(cal_cost["fixed_ms"])
+    own_per_kib = mean(profile, "per_kib") - float(cal_cost["per_byte_ms"]) * 1024
+    fixed = fixed_spec + own_fixed
+    per_kib = per_byte * 1024 + own_per_kib
+    notes = []
+    if per_byte > 0:
+        scale = per_kib / (per_byte * 1024)
+    else:
+        # Sizes carry no bytes without a per-size cost: only the fixed part is modelled.
+        scale = 1.0
+        notes.append("the cost has no per-size part: sizes are not scaled")
+    # The simulator charges a switch on a job's first run too (the CPU ran another job last),
+    # where the server's `fixed` already holds it: the offset leaves it out.
+    switch = mean(profile, "switch")
+    if switch < 0:
+        notes.append(f"a switch measured {-switch:.4g} ms cheaper than a turn that goes on: "
+                     "not modelled (a switch costs >= 0 in the simulator)")
+    switch = max(switch, 0.0)
+    offset = fixed - scale * fixed_spec - switch
+    if offset < 0:
+        notes.append(f"service_offset {offset:.4g} ms < 0 (within the measurement's noise) "
+                     "is taken as 0")
+        offset = 0.0
+    terms: dict[str, Any] = {
+        "service_scale": scale,
+        "service_offset": offset,
+        "turn_cost": max(mean(profile, "turn"), 0.0),
+        "context_switch": switch,
+        "dispatch_delay": max(mean(profile, "delay"), 0.0),
+    }
+    notes.insert(0, f"a request costs {fixed:.4g} ms + {per_kib:.4g} ms/KiB (service_scale "
+                 f"{scale:.4g}, service_offset {offset:.4g} ms), a later turn "
+                 f"{terms['turn_cost']:.4g} ms, a switch {terms['context_switch']:.4g} ms "
+                 f"more, and a response {terms['dispatch_delay']:.4g} ms outside the workers")
+    params = _packet_params({**spec, **server}, per_packet * scale, per_packet, packet_bytes, notes)
+    if params is not None:
+        terms["params"] = params
+    return terms, notes
+
+
+def _packet_params(spec: dict[str, Any], calibrated_packet: float, per_packet: float,
+                   packet_bytes: int, notes: list[str]) -> dict[str, Any] | None:
+    """Work parameters as the server runs them: whole packets (rounded up, as a turn is),
+    each of the calibrated cost of a packet."""
+    if not (per_packet > 0 and math.isfinite(per_packet)):
+        return None
+    policy = spec.get("policy", "fcfs")
+    params = dict(spec.get("params") or {})
+    units = param_units()
+    defaults = {q["name"]: q["default"] for q in find_policy(policy)["params"]}
+    changed = False
+
+    def whole(ms: float) -> float:
+        return max(math.ceil(round(float(ms) / per_packet, 9)), 1) * calibrated_packet
+
+    for name, default in defaults.items():
+        if units.get(name) != "work":
+            continue
+        value = params.get(name, default)
+        if isinstance(value, list):
+            params[name] = [whole(x) for x in value]
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            params[name] = whole(value)
+        else:
+            continue
+        changed = True
+        notes.append(f"{name} = {value} ms of service: whole packets of {packet_bytes} B, "
+                     f"{calibrated_packet:.4g} ms each as calibrated")
+    return params if changed else None
+
+
+def apply(spec: dict[str, Any], base_dir: Path | None = None,
+          key: str = "profile") -> tuple[dict[str, Any], list[str]]:
+    """`spec` with its `profile` replaced by the simulator's terms that model it."""
+    spec = dict(spec)
+    path = Path(spec.pop("profile"))
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    profile = load(path, key)
+    terms, notes = model_terms(profile, spec)
+    calibrated = profile["profile"].get("config", {})
+    for k in ("cost_mode", "packet", "packet_unit"):
+        if k in calibrated and k in spec and spec[k] != calibrated[k]:
+            notes.append(f"calibrated with {k} = {calibrated[k]}, modelled for {spec[k]}")
+    for k in SERVER_KEYS:
+        spec.pop(k, None)
+    spec.update(terms)
+    return spec, notes

@@ -1,0 +1,238 @@
+"""Calibration (issue 14): the simulator's terms for a machine's costs (turn_cost,
+service_scale/offset, dispatch_delay) against hand-computed schedules, a machine profile read
+and modelled by hand-computed arithmetic, and, on the real server, a known emulated cost
+calibrated back and a profile that predicts another run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import schedlab
+from conftest import SCHEDLAB, cli_env
+from schedlab import profile, worlds
+from schedlab.worlds import server as server_world
+from schedlab.worlds import sim as sim_world
+
+
+def _trace(tmp_path: Path, rows: list[tuple[float, float]]) -> str:
+    path = tmp_path / "trace.csv"
+    path.write_text("arrival,size\n" + "".join(f"{a},{s}\n" for a, s in rows))
+    return str(path)
+
+
+def _same(a: dict, b: dict) -> bool:
+    """Summaries equal key by key (NaN equal to NaN)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True,
+                                                                    default=str)
+
+
+def test_a_turn_costs_every_later_run_and_a_switch_every_change_of_job(tmp_path):
+    # Two jobs of 2 at 0, RR quantum 1, one CPU, turn 0.1, switch 0.05. By hand: A [0.05,
+    # 1.05] (a switch from nothing), B [1.10, 2.10], A's later run pays turn + switch
+    # [2.25, 3.25], B [3.40, 4.40].
+    r = schedlab.simulate("rr", quantum=1, trace=_trace(tmp_path, [(0, 2), (0, 2)]), cpus=1,
+                          turn_cost=0.1, context_switch=0.05, keep_schedule=True)
+    assert r.schedule[["start", "end"]].to_numpy().ravel().tolist() == pytest.approx(
+        [0.05, 1.05, 1.10, 2.10, 2.25, 3.25, 3.40, 4.40])
+    assert r.jobs["completion"].tolist() == pytest.approx([3.25, 4.40])
+    # Alone, a job that goes on after its own quantum still pays a turn per later run.
+    r = schedlab.simulate("rr", quantum=1, trace=_trace(tmp_path, [(0, 3)]), cpus=1,
+                          turn_cost=0.1)
+    assert r.jobs["completion"].tolist() == pytest.approx([3.2])
+
+
+def test_service_scale_and_offset_make_a_jobs_service_on_this_machine(tmp_path):
+    # Sizes 2 -> 1.5 x 2 + 0.5 = 3.5 ms of CPU each, FCFS on one CPU.
+    r = schedlab.simulate("fcfs", trace=_trace(tmp_path, [(0, 2), (0, 2)]), cpus=1,
+                          service_scale=1.5, service_offset=0.5)
+    assert r.jobs["size"].tolist() == pytest.approx([3.5, 3.5])
+    assert r.jobs["completion"].tolist() == pytest.approx([3.5, 7.0])
+
+
+def test_dispatch_delay_counts_in_responses_and_delays_the_machine(tmp_path):
+    # A trace row's arrival is when the job is sent; it reaches the machine 0.25 later.
+    r = schedlab.simulate("fcfs", trace=_trace(tmp_path, [(0, 2), (0, 2)]), cpus=1,
+                          dispatch_delay=0.25)
+    assert r.jobs["arrival"].tolist() == [0.0, 0.0]
+    assert r.jobs["completion"].tolist() == pytest.approx([2.25, 4.25])
+    assert r.jobs["response"].tolist() == pytest.approx([2.25, 4.25])
+    # Open: every 10 ms a job of 2, no queue: each response is 2 + 0.5.
+    r = schedlab.simulate("fcfs", arrival="det:10", size="det:2", dispatch_delay=0.5, jobs=3,
+                          warmup=0)
+    assert r.jobs["arrival"].tolist() == pytest.approx([10.0, 20.0, 30.0])
+    assert r.jobs["response"].tolist() == pytest.approx([2.5, 2.5, 2.5])
+    # Closed: think 1, the way 0.5, service 2: a cycle of 3.5 ms, responses of 2.5.
+    r = schedlab.simulate("fcfs", clients=1, think="det:1", size="det:2", dispatch_delay=0.5,
+                          time=35.0, warmup=0)
+    assert r.jobs["arrival"].tolist()[:3] == pytest.approx([1.0, 4.5, 8.0])
+    assert r.summary["response_mean"] == pytest.approx(2.5)
+    assert r.summary["jobs"] == 10
+
+
+def test_without_the_new_terms_a_run_is_unchanged():
+    spec = dict(policy="rr", quantum=0.5, load=0.8, size="exp:1", jobs=20_000, seed=3)
+    plain = schedlab.simulate(**spec, keep_jobs=False).summary
+    zero = schedlab.simulate(**spec, keep_jobs=False, turn_cost=0.0, service_scale=1.0,
+                             service_offset=0.0, dispatch_delay=0.0).summary
+    assert _same(plain, zero)
+
+
+PROFILE = """
+[profile]
+format = 1
+world = "server"
+[profile.config]
+cpus = 2
+cost = "0.25ms+0.02ms/KiB"
+cost_mode = "sleep"
+packet = 16384
+[server.fixed]
+mean = 0.3
+[server.per_kib]
+mean = 0.021
+[server.turn]
+mean = 0.05
+[server.switch]
+mean = 0.01
+[server.delay]
+mean = 0.1
+"""
+
+
+@pytest.fixture
+def profile_file(tmp_path: Path) -> Path:
+    path = tmp_path / "server.toml"
+    path.write_text(PROFILE)
+    return path
+
+
+def test_a_profile_becomes_the_simulators_terms_by_hand(profile_file):
+    prof = profile.load(profile_file)
+    # As calibrated: per KiB 0.021 against 0.02 emulated, scale 1.05; the request's 0.3 ms
+    # less 1.05 x the model's 0.25 and the 0.01 the switch already charges: offset 0.0275.
+    terms, _ = profile.model_terms(prof, {"policy": "rr", "params": {"quantum": 5}})
+    assert terms["service_scale"] == pytest.approx(1.05)
+    assert terms["service_offset"] == pytest.approx(0.3 - 1.05 * 0.25 - 0.01)
+    assert terms["turn_cost"] == 0.05 and terms["context_switch"] == 0.01
+    assert terms["dispatch_delay"] == 0.1
+    # 5 ms = 15.625 packets of 0.32 ms: 16 whole packets, each 0.32 x 1.05 as calibrated.
+    assert terms["params"]["quantum"] == pytest.approx(16 * 0.32 * 1.05)
+    # Another emulated cost keeps the server's own part: 0.05 ms and 0.001 ms/KiB.
+    terms, _ = profile.model_terms(prof, {"policy": "fcfs", "cost": "1ms+0.1ms/KiB"})
+    assert terms["service_scale"] == pytest.approx(0.101 / 0.1)
+    assert terms["service_offset"] == pytest.approx(1.05 - 1.01 * 1.0 - 0.01)
+    assert "params" not in terms
+
+
+def test_a_profile_reaches_the_simulator_from_python_the_cli_and_a_file(profile_file,
+                                                                        tmp_path):
+    spec = dict(policy="fcfs", clients=2, think="exp:5", size="exp:2", jobs=3_000, seed=4)
+    ideal = schedlab.simulate(**spec, keep_jobs=False).summary["response_mean"]
+    by_hand = schedlab.simulate(**spec, keep_jobs=False, service_scale=1.05,
+                                service_offset=0.3 - 1.05 * 0.25 - 0.01, turn_cost=0.05,
+                                context_switch=0.01, dispatch_delay=0.1).summary
+    py = schedlab.simulate(**spec, keep_jobs=False, profile=str(profile_file)).summary
+    assert _same(py, by_hand) and py["response_mean"] > ideal
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs", "--clients", "2", "--think",
+                          "exp:5", "--size", "exp:2", "--jobs", "3000", "--seed", "4",
+                          "--profile", str(profile_file), "--json"],
+                         capture_output=True, text=True, env=cli_env(), check=True)
+    assert json.loads(out.stdout)["response_mean"] == py["response_mean"]
+    # In a file, beside the server's keys it models (the sim world drops those).
+    t = worlds.translate("sim", {**spec, "cost": "0.25ms+0.02ms/KiB", "packet": 16384,
+                                 "profile": str(profile_file)},
+                         {"profile": "machine.profile"})
+    assert t.skip is None
+    assert t.spec["service_scale"] == pytest.approx(1.05) and "cost" not in t.spec
+    assert any(n.startswith("machine.profile = ") and "0.021 ms/KiB" in n for n in t.notes)
+    # The real worlds measure what a profile models: they drop it, and its terms, with a note.
+    for world in ("server", "os"):
+        t = worlds.translate(world, {**spec, "profile": str(profile_file), "turn_cost": 0.1})
+        assert "profile" not in t.spec and "turn_cost" not in t.spec
+        assert any("profile" in n for n in t.notes)
+
+
+@pytest.mark.parametrize("text, why", [
+    (None, "no such file"),
+    ("[profile]\nworld = 'server'\n", "format = 1 is missing"),
+    ("[profile]\nformat = 1\nworld = 'os'\n", "its world is 'os'"),
+    ("[profile]\nformat = 1\nworld = 'server'\n[server.fixed]\nmean = 1\n", "[server.per_kib] "
+     "has no mean"),
+    ("not toml [", "reading it failed"),
+])
+def test_a_bad_profile_is_one_error_naming_the_key(tmp_path, text, why):
+    path = tmp_path / "p.toml"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(schedlab.SpecError, match=r"^profile = .*p\.toml: expected a machine "
+                       r"profile") as e:
+        schedlab.simulate("fcfs", jobs=10, profile=str(path))
+    assert why in str(e.value)
+    out = subprocess.run([SCHEDLAB, "sim", "--jobs", "10", "--profile", str(path)],
+                         capture_output=True, text=True, env=cli_env())
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "profile = " in out.stderr and why in out.stderr
+
+
+def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
+    for args, key in ((["--out", str(tmp_path / "p.txt")], "out = "),
+                      (["--out", str(tmp_path / "p.toml"), "--cost", "5xs"], "cost = 5xs"),
+                      (["--out", str(tmp_path / "p.toml"), "--cpus", "0"], "cpus = 0"),
+                      (["--out", str(tmp_path / "nowhere" / "p.toml")], "out = ")):
+        out = subprocess.run([SCHEDLAB, "calibrate", "server", *args], capture_output=True,
+                             text=True, env=cli_env(), timeout=60)
+        assert out.returncode == 2, out.stderr
+        assert key in out.stderr
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(schedlab.SpecError, match="^world = os: expected server"):
+        schedlab.calibrate("os")
+
+
+# --- On the real server ------------------------------------------------------------------
+
+
+@pytest.mark.real
+def test_a_known_emulated_cost_is_calibrated_back(tmp_path):
+    out = tmp_path / "server.toml"
+    run = subprocess.run([SCHEDLAB, "calibrate", "server", "--out", str(out), "--cpus", "1",
+                          "--cost", "5ms+0.1ms/KiB", "--packet", "16384"],
+                         capture_output=True, text=True, env=cli_env(), timeout=120)
+    assert run.returncode == 0, run.stderr
+    prof = profile.load(out)
+    terms = prof["server"]
+    # The server adds its own tens of microseconds to the emulated 5 ms and 0.1 ms/KiB.
+    assert terms["fixed"]["mean"] == pytest.approx(5.0, rel=0.05)
+    assert terms["per_kib"]["mean"] == pytest.approx(0.1, rel=0.05)
+    assert terms["fixed"]["low"] <= terms["fixed"]["mean"] <= terms["fixed"]["high"]
+    assert 0 <= terms["turn"]["mean"] < 0.5 and 0 < terms["delay"]["mean"] < 2
+    assert prof["profile"]["config"]["cost"] == "5ms+0.1ms/KiB"
+    assert prof["fit"]["requests"] > 300 and prof["profile"]["seconds"] > 0
+    assert "fixed" in run.stdout and "ms/KiB" in run.stdout
+
+
+@pytest.mark.real
+def test_a_profile_predicts_another_run_of_the_server(tmp_path):
+    # A cheap emulated cost (0.08 ms a packet) served in one-packet quanta: the server's own
+    # cost of a turn is as large as a packet's, so the ideal model is far off.
+    server = {"cpus": 2, "cost": "0.1ms+0.005ms/KiB", "packet": 16384}
+    path = tmp_path / "server.toml"
+    schedlab.calibrate("server", path, **server)
+    run = {**server, "policy": "rr", "params": {"quantum": 0.08}, "clients": 4,
+           "think": "exp:2", "size": "uniform:0.5,3", "files": 50, "warmup": 100}
+    real = []
+    for seed in (7, 8, 9):
+        t = worlds.translate("server", {**run, "seed": seed, "time": 3000})
+        real.append(server_world.run(t.spec).summary["response_mean"])
+    real_mean = float(np.median(real))
+
+    def simulated(extra: dict) -> float:
+        t = worlds.translate("sim", {**run, **extra, "jobs": 200_000, "seed": 7})
+        return sim_world.run_summary(t.spec)["response_mean"]
+
+    ideal, calibrated = simulated({}), simulated({"profile": str(path)})
+    assert calibrated == pytest.approx(real_mean, rel=0.05), (real, ideal, calibrated)
+    assert abs(ideal / real_mean - 1) > 0.2, (real, ideal, calibrated)
