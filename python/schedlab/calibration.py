@@ -197,7 +197,7 @@ def _cpu_model() -> str:
 
 
 def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: int = 1,
-              **spec: Any) -> dict[str, Any]:
+              phase_ms: float = PHASE_MS, **spec: Any) -> dict[str, Any]:
     """Calibrates `world` ("server") as configured by `spec` (cpus, cost, cost_mode, packet,
     packet_unit, buffer), writes the profile to `out` (TOML) if given, and returns it.
 
@@ -210,7 +210,7 @@ def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: in
         from schedlab.files import check_writable
 
         check_writable("out", out, (".toml",))
-    result = calibrate_server(spec, seed=seed)
+    result = calibrate_server(spec, seed=seed, phase_ms=phase_ms)
     if out is not None:
         profiles.write(out, result)
     return result

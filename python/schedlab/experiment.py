@@ -70,15 +70,19 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+WorldName = Literal["sim", "calibrated", "server", "os"]
+
+
 class ExperimentFields(Strict):
     """The keys of [experiment] that this module owns; the core's experiment and output keys
     (warmup, warmup_time, batches, ...) are added to the model at run time."""
 
     name: str | None = Field(None, description="name of the experiment; default the file name")
-    world: Literal["sim", "server", "os"] | list[Literal["sim", "server", "os"]] = Field(
-        "sim", description="where runs happen: sim (simulator), server (real file server), "
-        "os (real Linux processes); a list runs every point in each world, same seeds, for "
-        "side-by-side reports")
+    world: WorldName | list[WorldName] = Field(
+        "sim", description="where runs happen: sim (simulator: the ideal model), calibrated "
+        "(the simulator with machine.profile: the model of what schedlab calibrate measured), "
+        "server (real file server), os (real Linux processes); a list runs every point in each "
+        "world, same seeds, for side-by-side reports")
     description: str = Field("", description="one paragraph shown at the top of the report")
     seed: int = Field(1, ge=0, description="experiment seed; replication r of every point and "
                       "policy runs with a seed derived from (seed, r): common random numbers")
@@ -459,7 +463,7 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
                                     else [world_list]))
     if not world_list:
         raise spec_error("experiment.world", "[]", "at least one world")
-    real = [w for w in world_list if w != "sim"]
+    real = [w for w in world_list if w not in worlds.SIMULATED]
     if config.experiment.unit != "ms" and real:
         raise spec_error("experiment.unit", config.experiment.unit,
                          f"ms: the {' and '.join(real)} world(s) measure real time in ms "
@@ -675,7 +679,8 @@ def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[s
 def _resolve_files(value: Any, key: str, base: Path) -> Any:
     """Relative trace and empirical:FILE paths are relative to the experiment file."""
     if isinstance(value, str):
-        if key in ("trace", "profile") and not Path(value).is_absolute():
+        if key in ("trace", "profile") and value != "calibrate" and \
+                not Path(value).is_absolute():
             return str((base / value).resolve())
         if value.startswith("empirical:"):
             f = value[len("empirical:"):].strip()
@@ -693,7 +698,7 @@ def _files_of(spec: dict[str, Any]) -> list[str]:
 
     def walk(k: str, v: Any) -> None:
         if isinstance(v, str):
-            if k == "trace":
+            if k == "trace" or (k == "profile" and v != "calibrate"):
                 out.append(v)
             elif v.startswith("empirical:"):
                 out.append(v[len("empirical:"):])

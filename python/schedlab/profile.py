@@ -16,8 +16,9 @@ would hide the spread, its quantiles:
 
 The simulator's model of it (`model_terms`): a job of s ms of ideal service (the cost
 model's `fixed + per-byte x bytes`) takes `service_scale x s + service_offset` ms of CPU, so
-that it costs the measured `fixed + per_kib x KiB`; every later run of a job costs `turn_cost`
-and a switch `context_switch` on top; each response includes `dispatch_delay`. Work
+that it costs the measured `fixed + per_kib x KiB`; a run that goes on with the job its CPU ran
+just before costs `turn_cost`, one after another job's `context_switch` (turn + switch); each
+response includes `dispatch_delay`. Work
 parameters (a quantum) become whole packets, as the server counts them, of the calibrated
 per-KiB cost. A profile measured under another emulated cost still applies: the server's own
 part (measured minus emulated) is added to the spec's cost.
@@ -128,13 +129,11 @@ def model_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str
         # Sizes carry no bytes without a per-size cost: only the fixed part is modelled.
         scale = 1.0
         notes.append("the cost has no per-size part: sizes are not scaled")
-    # The simulator charges a switch on a job's first run too (the CPU ran another job last),
-    # where the server's `fixed` already holds it: the offset leaves it out.
-    switch = mean(profile, "switch")
-    if switch < 0:
-        notes.append(f"a switch measured {-switch:.4g} ms cheaper than a turn that goes on: "
-                     "not modelled (a switch costs >= 0 in the simulator)")
-    switch = max(switch, 0.0)
+    # A later turn after another request's costs turn + switch: the simulator's context
+    # switch. It charges one on a job's first run too (the CPU ran another job last), where
+    # the server's `fixed` already holds it: the offset leaves it out.
+    turn = max(mean(profile, "turn"), 0.0)
+    switch = max(turn + mean(profile, "switch"), 0.0)
     offset = fixed - scale * fixed_spec - switch
     if offset < 0:
         notes.append(f"service_offset {offset:.4g} ms < 0 (within the measurement's noise) "
@@ -143,14 +142,15 @@ def model_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str
     terms: dict[str, Any] = {
         "service_scale": scale,
         "service_offset": offset,
-        "turn_cost": max(mean(profile, "turn"), 0.0),
+        "turn_cost": turn,
         "context_switch": switch,
         "dispatch_delay": max(mean(profile, "delay"), 0.0),
     }
     notes.insert(0, f"a request costs {fixed:.4g} ms + {per_kib:.4g} ms/KiB (service_scale "
                  f"{scale:.4g}, service_offset {offset:.4g} ms), a later turn "
-                 f"{terms['turn_cost']:.4g} ms, a switch {terms['context_switch']:.4g} ms "
-                 f"more, and a response {terms['dispatch_delay']:.4g} ms outside the workers")
+                 f"{terms['turn_cost']:.4g} ms, one after another request's "
+                 f"{terms['context_switch']:.4g} ms, and a response "
+                 f"{terms['dispatch_delay']:.4g} ms outside the workers")
     params = _packet_params({**spec, **server}, per_packet * scale, per_packet, packet_bytes, notes)
     if params is not None:
         terms["params"] = params

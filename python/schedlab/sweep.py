@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab import experiment as ex
-from schedlab import worlds
+from schedlab import profile, worlds
 from schedlab.clikit import progress_bar
 from schedlab.files import atomic_file
 from schedlab.jsonio import json_safe
@@ -191,7 +191,7 @@ def execute_chunk(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def real_world(world: str) -> bool:
     """Server and os runs measure the machine: one at a time, nothing else beside them."""
-    return world != "sim"
+    return world not in worlds.SIMULATED
 
 
 MAX_CHUNK = 25
@@ -220,16 +220,50 @@ def _wants(policy: bool | str, replication: int) -> bool:
     return policy is True or (policy == "first" and replication == 0)
 
 
-def plan(exp: ex.Experiment, runs_dir: Path) -> list[dict[str, Any]]:
+def plan(exp: ex.Experiment, runs_dir: Path,
+         profile_path: Path | None = None) -> list[dict[str, Any]]:
     cfg = exp.config.experiment
     tasks = []
     for r in exp.unique_runs():
+        spec = r.spec
+        if profile_path is not None and spec.get("profile") == CALIBRATE:
+            spec = {**spec, "profile": str(profile_path)}
         tasks.append({"id": r.id, "world": r.world, "module": worlds.MODULES[r.world],
-                      "spec": r.spec, "dir": str(runs_dir),
+                      "spec": spec, "dir": str(runs_dir),
                       "jobs": _wants(cfg.keep_jobs, r.replication),
                       "schedule": _wants(cfg.keep_schedule, r.replication),
                       "job_rows": cfg.job_rows, "skip": r.skip})
     return tasks
+
+
+PROFILE = "profile-server.toml"
+CALIBRATE = "calibrate"
+
+
+def calibrate_first(exp: ex.Experiment, out_dir: Path) -> Path | None:
+    """`profile = "calibrate"`: the server is measured once, before any run (the machine is
+    quiet then), as the first such run configures it, and the profile kept in the results
+    directory (a resumed sweep reuses it). Returns its path, or None when nothing asks."""
+    asking = [r for r in exp.runs if not r.skip and r.spec.get("profile") == CALIBRATE]
+    if not asking:
+        return None
+    path = out_dir / PROFILE
+    if not path.exists():
+        from schedlab import calibration
+
+        spec = asking[0].spec
+        config = {k: spec[k] for k in calibration.CONFIG_KEYS if k in spec}
+        # --quick (CI, demos): phases of a second instead of 2.5 s.
+        calibration.calibrate("server", path, seed=exp.config.experiment.seed,
+                              phase_ms=1_000.0 if exp.quick else calibration.PHASE_MS, **config)
+    prof = profile.load(path, "machine.profile")
+    terms = ", ".join(f"{k} {v['mean']:.4g} {v['unit']}" for k, v in prof["server"].items())
+    line = (f"machine.profile = calibrate: {PROFILE}, measured in "
+            f"{prof['profile'].get('seconds', float('nan')):.1f} s: {terms}")
+    notes = exp.notes.setdefault("calibrated", [])
+    if line not in notes:
+        notes.insert(0, line)
+    return path
 
 
 WARMUPS = "warmups.json"
@@ -387,8 +421,9 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
         for tmp in runs_dir.glob(".*.tmp"):  # halves of files whose writer was killed
             with contextlib.suppress(OSError):
                 tmp.unlink()
+        profile_path = calibrate_first(exp, out_dir)
         common_warmups(exp, out_dir, workers or os.cpu_count() or 1, lock_fd)
-        tasks = plan(exp, runs_dir)
+        tasks = plan(exp, runs_dir, profile_path)
         status = {t["id"]: _status(runs_dir, t) for t in tasks}
         state = _State(out_dir, exp, status)
         state.write("running")

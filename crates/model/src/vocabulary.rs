@@ -133,11 +133,11 @@ pub const KEYS: &[Key] = &[
 
     key("cpus", S::Machine, F::Cpus, U::Cpus, "CPUs (the server's worker threads): a count, or a list of CPU numbers (os); default 1 (sim), 2 (server), all usable (os)"),
     key("context_switch", S::Machine, F::Float, U::Time, "time a CPU spends switching to a different job (ms); default 0"),
-    key("turn_cost", S::Machine, F::Float, U::Time, "time a CPU spends on every run of a job after its first, even when the job goes on after its own slice (a server worker's turn: its wake-up and last write; ms); default 0"),
+    key("turn_cost", S::Machine, F::Float, U::Time, "time a CPU spends on a run that goes on with the job it ran just before, after that job's slice expired (a server worker's turn: its wake-up and last write; a run after another job's costs context_switch instead; ms); default 0"),
     key("service_scale", S::Machine, F::Float, U::Ratio, "a job of size s takes service_scale x s + service_offset ms of CPU (a calibrated machine's real costs, see profile); default 1"),
     key("service_offset", S::Machine, F::Float, U::Time, "see service_scale (ms); default 0"),
     key("dispatch_delay", S::Machine, F::Float, U::Time, "time between a job's submission and its arrival at the machine, counted in its response (a request's way from its client to a worker and back; ms); default 0"),
-    key("profile", S::Machine, F::Text, U::Text, "machine profile (TOML) written by schedlab calibrate: the simulator models the costs it measured (service_scale, service_offset, turn_cost, dispatch_delay, context_switch)"),
+    key("profile", S::Machine, F::Text, U::Text, "machine profile (TOML) written by schedlab calibrate, or calibrate (experiment files: measure the server first): the calibrated world models the costs it measured (service_scale, service_offset, turn_cost, context_switch, dispatch_delay)"),
     key("runqueues", S::Machine, F::Text, U::Text, "global (one queue for all CPUs) or per-cpu (one policy instance per CPU); default global"),
     key("placement", S::Machine, F::Text, U::Text, "per-cpu: where a new or waking task goes: rr, last, least-tasks, least-weight, least-tickets, random, pod, jsq; default rr"),
     key("choices", S::Machine, F::Int, U::Count, "placement pod: CPUs sampled (power of d choices); default 2"),

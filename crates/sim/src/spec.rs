@@ -252,7 +252,7 @@ pub enum Boost {
 pub struct Machine {
     pub cpus: usize,
     pub context_switch: f64,
-    /// CPU time of every run of a job after its first (a server's turn).
+    /// CPU time of a run that goes on with the job the CPU ran just before (a server's turn).
     pub turn_cost: f64,
     /// A job of size s takes `service_scale * s + service_offset` of CPU time.
     pub service_scale: f64,

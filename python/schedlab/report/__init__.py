@@ -17,6 +17,7 @@ import pandas as pd
 from schedlab.files import atomic_file
 from schedlab.report.plots import PLOTTERS, Context, Plot, plt, tag_figure
 from schedlab.store import load_results
+from schedlab.worlds import SIMULATED
 
 __all__ = ["make_report", "report_context", "world_gap", "share_gap", "unprecise_runs"]
 
@@ -286,6 +287,16 @@ def _reference(worlds: list[str]) -> str:
     return "sim" if "sim" in worlds else worlds[0]
 
 
+def _pairs(worlds: list[str]) -> list[tuple[str, str]]:
+    """(reference, world) pairs of the gap table: each real world against each model (the
+    ideal and the calibrated), or the models against the first when no real world ran."""
+    models = [w for w in worlds if w in SIMULATED]
+    reals = [w for w in worlds if w not in SIMULATED]
+    if not models or not reals:
+        return [(worlds[0], w) for w in worlds[1:]]
+    return [(m, r) for r in reals for m in models]
+
+
 def _worlds(res: Any) -> list[str]:
     return list(res.manifest.get("worlds") or dict.fromkeys(res.summaries.get("world", [])))
 
@@ -313,14 +324,11 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
             "skipped"]
     if len(worlds) < 2:
         return pd.DataFrame(columns=cols)
-    ref = _reference(worlds)
     st = res.metric(metric).set_index(["world", "point", "label"])
     skips = _skip_reasons(res)
     points = res.manifest.get("points") or [{}]
     rows = []
-    for world in worlds:
-        if world == ref:
-            continue
+    for ref, world in _pairs(worlds):
         for pi, coords in enumerate(points):
             for label in res.labels:
                 a = st.loc[(ref, pi, label)] if (ref, pi, label) in st.index else None
@@ -394,8 +402,7 @@ def _gap_html(res: Any) -> str:
              "<p>Mean response time of the same sweep point and policy in each world, with "
              "the confidence interval of each (± half-width; one run has none), the "
              "difference to the reference world and whether the intervals overlap.</p>"]
-    for world, g in gap.groupby("world", sort=False):
-        ref = g["reference"].iloc[0]
+    for (ref, world), g in gap.groupby(["reference", "world"], sort=False):
         head = keys + ["policy", f"{ref}: mean ± CI", f"{world}: mean ± CI",
                        f"{world} − {ref}", "relative", "CIs overlap"]
         rows = []

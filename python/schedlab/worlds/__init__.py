@@ -33,9 +33,11 @@ from typing import Any
 
 from schedlab.vocabulary import CLASS_KEYS, KERNEL, KERNEL_PARAMS, KEYS, spec_error
 
-WORLDS = ("sim", "server", "os")
-MODULES = {"sim": "schedlab.worlds.sim", "server": "schedlab.worlds.server",
-           "os": "schedlab.worlds.os"}
+WORLDS = ("sim", "calibrated", "server", "os")
+MODULES = {"sim": "schedlab.worlds.sim", "calibrated": "schedlab.worlds.calibrated",
+           "server": "schedlab.worlds.server", "os": "schedlab.worlds.os"}
+# The worlds that compute rather than measure: they run in parallel, the others alone.
+SIMULATED = ("sim", "calibrated")
 DEFAULT_MODULES = dict(MODULES)
 
 

@@ -171,16 +171,6 @@ def _start_pinned(t: Translation, key: str) -> None:
         t.spec[key] = cpus[0]
 
 
-def _profile(t: Translation, key: str) -> None:
-    """A machine profile becomes the simulator's terms that model what it measured."""
-    value, where = t.spec[key], t.path(key)
-    spec, notes = profile.apply(t.spec, t.base_dir, where)
-    t.spec.clear()
-    t.spec.update(spec)
-    for n in notes:
-        t.note(key, value, n)
-
-
 KERNEL_NOTE = "a kernel attribute: the simulator models kernel policies (policy = kernel)"
 SERVER_COST = "a key of the server's emulated cost: sizes are already ms here"
 
@@ -204,7 +194,9 @@ KEYS = {
     "burst": refuses("the simulator has no model of a scripted burst: give it as a trace "
                      "(arrival, size, class), which the server world reads as a burst"),
     "cpus": maps(_cpus), "context_switch": NATIVE, "turn_cost": NATIVE, "service_scale": NATIVE,
-    "service_offset": NATIVE, "dispatch_delay": NATIVE, "profile": maps(_profile),
+    "service_offset": NATIVE, "dispatch_delay": NATIVE,
+    "profile": drops("the simulator's ideal model leaves the profile out: the world "
+                     "`calibrated` models it"),
     "runqueues": NATIVE, "placement": NATIVE,
     "choices": NATIVE, "balancer": NATIVE, "balance_interval": NATIVE,
     "balance_interval_max": NATIVE, "imbalance": NATIVE, "migration_cost": NATIVE,

@@ -343,13 +343,9 @@ impl Engine<'_> {
         let m = &self.cfg.machine;
         let j = &mut self.jobs[id.index()];
         let t = &mut self.tasks[j.task as usize];
-        // A job's later runs cost a turn each (the first one's cost is in its service).
-        let turn = if j.first_run.is_nan() {
+        if j.first_run.is_nan() {
             j.first_run = now;
-            0.0
-        } else {
-            m.turn_cost
-        };
+        }
         let cpu = &mut self.cpus[c];
         if let Some((prev, seq)) = cpu.left_unfinished.take() {
             if seq != j.seq {
@@ -360,12 +356,15 @@ impl Engine<'_> {
             }
         }
         let j = &mut self.jobs[id.index()];
-        let mut overhead = turn
-            + if continuing || cpu.last_seq == j.seq {
-                0.0
-            } else {
-                m.context_switch
-            };
+        // A run after another job's pays a switch; one that goes on with the job the CPU ran
+        // just before (its slice expired, nobody else came first) pays a turn.
+        let mut overhead = if continuing {
+            0.0
+        } else if cpu.last_seq == j.seq {
+            m.turn_cost
+        } else {
+            m.context_switch
+        };
         if j.cpu != NONE && j.cpu != c as i32 {
             j.migrations += 1;
             overhead += m.migration_cost;
