@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import schedlab
 from conftest import SCHEDLAB, cli_env
-from schedlab import profile, worlds
+from schedlab import calibration, profile, worlds
 from schedlab.worlds import server as server_world
 
 
@@ -112,12 +112,13 @@ def profile_file(tmp_path: Path) -> Path:
 
 def test_a_profile_becomes_the_simulators_terms_by_hand(profile_file):
     prof = profile.load(profile_file)
-    # As calibrated: per KiB 0.021 against 0.02 emulated, scale 1.05; a turn after another
-    # request's 0.05 + 0.01; the request's 0.4 ms less 1.05 x the model's 0.25 and the 0.06
-    # the switch to it already charges: offset 0.0775.
+    # As calibrated: per KiB 0.021 against 0.02 emulated, scale 1.05, on the bytes' part of
+    # a size (offset -1.05 x 0.25); a turn after another request's 0.05 + 0.01; the
+    # request's fixed 0.4 ms on its first run, less the 0.06 switch that run pays: 0.34.
     terms, _ = profile.model_terms(prof, {"policy": "rr", "params": {"quantum": 5}})
     assert terms["service_scale"] == pytest.approx(1.05)
-    assert terms["service_offset"] == pytest.approx(0.4 - 1.05 * 0.25 - 0.06)
+    assert terms["service_offset"] == pytest.approx(-1.05 * 0.25)
+    assert terms["start_cost"] == pytest.approx(0.4 - 0.06)
     assert terms["turn_cost"] == 0.05 and terms["context_switch"] == pytest.approx(0.06)
     assert terms["dispatch_delay"] == 0.1
     # 5 ms = 15.625 packets of 0.32 ms: 16 whole packets, each 0.32 x 1.05 as calibrated.
@@ -125,13 +126,14 @@ def test_a_profile_becomes_the_simulators_terms_by_hand(profile_file):
     # Another emulated cost keeps the server's own part: 0.15 ms and 0.001 ms/KiB.
     terms, _ = profile.model_terms(prof, {"policy": "fcfs", "cost": "1ms+0.1ms/KiB"})
     assert terms["service_scale"] == pytest.approx(0.101 / 0.1)
-    assert terms["service_offset"] == pytest.approx(1.15 - 1.01 * 1.0 - 0.06)
+    assert terms["service_offset"] == pytest.approx(-1.01 * 1.0)
+    assert terms["start_cost"] == pytest.approx(1.15 - 0.06)
     assert "params" not in terms
-    # A request measured cheaper than the model and its switch: no negative service.
-    prof["server"]["fixed"]["mean"] = 0.3
+    # A request measured cheaper than its switch: no negative start.
+    prof["server"]["fixed"]["mean"] = 0.05
     terms, notes = profile.model_terms(prof, {"policy": "fcfs"})
-    assert terms["service_offset"] == 0.0
-    assert any("service_offset -0.0225 ms < 0" in n for n in notes)
+    assert terms["start_cost"] == 0.0
+    assert any("start_cost -0.01 ms < 0" in n for n in notes)
 
 
 def test_a_profile_reaches_the_simulator_from_python_the_cli_and_a_file(profile_file,
@@ -139,7 +141,7 @@ def test_a_profile_reaches_the_simulator_from_python_the_cli_and_a_file(profile_
     spec = dict(policy="fcfs", clients=2, think="exp:5", size="exp:2", jobs=3_000, seed=4)
     ideal = schedlab.simulate(**spec, keep_jobs=False).summary["response_mean"]
     by_hand = schedlab.simulate(**spec, keep_jobs=False, service_scale=1.05,
-                                service_offset=0.4 - 1.05 * 0.25 - 0.06, turn_cost=0.05,
+                                service_offset=-1.05 * 0.25, start_cost=0.34, turn_cost=0.05,
                                 context_switch=0.06, dispatch_delay=0.1).summary
     py = schedlab.simulate(**spec, keep_jobs=False, profile=str(profile_file)).summary
     assert _same(py, by_hand) and py["response_mean"] > ideal
@@ -282,8 +284,8 @@ def test_the_calibrated_world_is_the_simulator_with_the_profile(profile_file, tm
     by_hand = schedlab.simulate("fcfs", clients=4, think="exp:2", size="uniform:0.5,3",
                                 jobs=4_000, warmup=100, cpus=2, seed=seed, keep_jobs=False,
                                 service_scale=0.006 / 0.005, turn_cost=0.05,
-                                context_switch=0.06, service_offset=0.25 - 1.2 * 0.1 - 0.06,
-                                dispatch_delay=0.1).summary
+                                context_switch=0.06, service_offset=-1.2 * 0.1,
+                                start_cost=0.25 - 0.06, dispatch_delay=0.1).summary
     assert row["response_mean"].iloc[0] == pytest.approx(by_hand["response_mean"], rel=1e-12)
     # The simulator's ideal model leaves the profile out, with a note; the calibrated world
     # says what it modelled.
@@ -327,3 +329,71 @@ def test_an_experiment_calibrates_first_and_shows_three_lines(tmp_path):
     before = (out / "profile-server.toml").stat().st_mtime_ns
     schedlab.run(_experiment("calibrate", ["sim", "calibrated", "server"]), out=out)
     assert (out / "profile-server.toml").stat().st_mtime_ns == before
+
+
+def test_a_closed_trace_replays_each_tasks_thinks_and_sizes(tmp_path):
+    # Task 1 sends 3 at once; task 0 thinks 1, sends 2, waits (FCFS, one CPU: 3..5), thinks
+    # 0.5 and sends 1 (5.5..6.5). Responses 3, 4 and 1.
+    path = tmp_path / "closed.csv"
+    path.write_text("task,think,size\n0,1,2\n1,0,3\n0,0.5,1\n")
+    r = schedlab.simulate("fcfs", trace=str(path), cpus=1, warmup=0)
+    j = r.jobs.sort_values("arrival")
+    assert j["arrival"].tolist() == pytest.approx([0.0, 1.0, 5.5])
+    assert j["completion"].tolist() == pytest.approx([3.0, 5.0, 6.5])
+    assert j["response"].tolist() == pytest.approx([3.0, 4.0, 1.0])
+    assert r.summary["jobs"] == 3
+    # With the machine's costs: every job starts 0.2 later and the way adds 0.1 each.
+    r = schedlab.simulate("fcfs", trace=str(path), cpus=1, warmup=0, start_cost=0.2,
+                          dispatch_delay=0.1)
+    assert sorted(r.jobs["completion"]) == pytest.approx([3.3, 5.5, 7.3])
+
+
+def test_a_real_runs_requests_become_a_closed_trace():
+    import pandas as pd
+
+    # Client 7 sends at 0 and 10 (its first response came at 4: think 6); client 3 at 2.
+    jobs = pd.DataFrame({"client": [7, 3, 7], "arrival": [0.0, 2.0, 10.0],
+                         "completion": [4.0, 5.0, 12.0], "size": [1024.0, 0.0, 2048.0]})
+    trace = calibration.closed_trace(jobs, lambda b: 0.25 + 0.02 * b / 1024)
+    assert trace["task"].tolist() == [0, 1, 1]
+    assert trace["think"].tolist() == pytest.approx([2.0, 0.0, 6.0])
+    assert trace["size"].tolist() == pytest.approx([0.25, 0.27, 0.29])
+
+
+@pytest.mark.parametrize("text, why", [
+    ("task,think,size,arrival\n0,1,1,0\n", "unknown 'arrival'"),
+    ("think,size\n1,1\n", "missing 'task'"),
+    ("task,think,size\n1,1,1\n", "task 0 has no row"),
+    ("task,think,size\n0,-1,1\n", "column think at line 2"),
+    ("task,think,size,class\n0,1,1,a\n0,1,1,b\n", "one class per task"),
+])
+def test_a_bad_closed_trace_is_one_error_naming_the_key(tmp_path, text, why):
+    path = tmp_path / "closed.csv"
+    path.write_text(text)
+    with pytest.raises(schedlab.SpecError, match="^trace = ") as e:
+        schedlab.simulate("fcfs", trace=str(path), classes=[{"name": "a"}, {"name": "b"}])
+    assert why in str(e.value)
+
+
+@pytest.mark.parametrize("buffer, completions", [
+    (None, {"A": 10, "B": 6, "C": 3, "D": 1}),   # SJF sees all four: 1, 2, 3, 4
+    (1, {"A": 4, "B": 7, "C": 9, "D": 10}),      # one waits at a time: arrival order
+    (2, {"A": 10, "B": 3, "C": 5, "D": 6}),      # B of {A, B}; C joins: C; D joins: D; A
+])
+def test_a_bounded_buffer_holds_arrivals_outside_in_order(tmp_path, buffer, completions):
+    # Sizes 4, 3, 2, 1 sent at once to one CPU under SJF (the server's master stops reading
+    # while its buffer is full: the policy sees only what the buffer holds).
+    path = _trace(tmp_path, [(0, 4), (0, 3), (0, 2), (0, 1)])
+    extra = {} if buffer is None else {"buffer": buffer}
+    r = schedlab.simulate("sjf", trace=path, cpus=1, **extra)
+    got = dict(zip("ABCD", r.jobs.sort_values("job")["completion"], strict=True))
+    assert got == pytest.approx(completions)
+    # The time held outside counts as waiting.
+    assert r.jobs["response"].sum() == pytest.approx(sum(completions.values()))
+
+
+def test_a_bounded_buffer_needs_one_queue():
+    with pytest.raises(schedlab.SpecError, match="^buffer = 2: expected global runqueues"):
+        schedlab.simulate("rr", load=0.5, jobs=10, cpus=2, runqueues="per-cpu", buffer=2)
+    with pytest.raises(schedlab.SpecError, match="^buffer = 0: expected a number of jobs"):
+        schedlab.simulate("rr", load=0.5, jobs=10, buffer=0)

@@ -43,6 +43,7 @@ def workdir(tmp_path_factory) -> Path:
     """A directory where the README's relative paths (experiments/...) resolve."""
     d = tmp_path_factory.mktemp("readme")
     (d / "experiments").symlink_to(ROOT / "experiments")
+    (d / "docs").symlink_to(ROOT / "docs")  # the example machine profile
     return d
 
 

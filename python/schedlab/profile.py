@@ -15,10 +15,12 @@ would hide the spread, its quantiles:
   master's read and parse, the hand-off to an idle worker, the response's way back.
 
 The simulator's model of it (`model_terms`): a job of s ms of ideal service (the cost
-model's `fixed + per-byte x bytes`) takes `service_scale x s + service_offset` ms of CPU, so
-that it costs the measured `fixed + per_kib x KiB`; a run that goes on with the job its CPU ran
-just before costs `turn_cost`, one after another job's `context_switch` (turn + switch); each
-response includes `dispatch_delay`. Work
+model's `F + per-byte x bytes`) costs the measured `fixed + per_kib x KiB`: its first run
+`start_cost` (the fixed part, which the server spends with the first packet) and its bytes
+`service_scale x s + service_offset` (offset -scale x F), so that a quantum counts the bytes
+alone, as the server's packets do; a run that goes on with the job its CPU ran just before
+costs `turn_cost`, one after another job's `context_switch` (turn + switch); each response
+includes `dispatch_delay`. Work
 parameters (a quantum) become whole packets, as the server counts them, of the calibrated
 per-KiB cost. A profile measured under another emulated cost still applies: the server's own
 part (measured minus emulated) is added to the spec's cost.
@@ -130,24 +132,28 @@ def model_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str
         scale = 1.0
         notes.append("the cost has no per-size part: sizes are not scaled")
     # A later turn after another request's costs turn + switch: the simulator's context
-    # switch. It charges one on a job's first run too (the CPU ran another job last), where
-    # the server's `fixed` already holds it: the offset leaves it out.
+    # switch, which it charges on a job's first run too.
     turn = max(mean(profile, "turn"), 0.0)
     switch = max(turn + mean(profile, "switch"), 0.0)
-    offset = fixed - scale * fixed_spec - switch
-    if offset < 0:
-        notes.append(f"service_offset {offset:.4g} ms < 0 (within the measurement's noise) "
-                     "is taken as 0")
-        offset = 0.0
+    # The server spends a request's fixed cost with its first packet, and counts a quantum in
+    # packets of its bytes: the fixed part is the first run's start_cost (less the switch the
+    # first run pays), the job's service its bytes' part alone.
+    start = fixed - switch
+    if start < 0:
+        notes.append(f"start_cost {start:.4g} ms < 0 (within the measurement's noise) is "
+                     "taken as 0")
+        start = 0.0
     terms: dict[str, Any] = {
         "service_scale": scale,
-        "service_offset": offset,
+        "service_offset": -scale * fixed_spec,
+        "start_cost": start,
         "turn_cost": turn,
         "context_switch": switch,
         "dispatch_delay": max(mean(profile, "delay"), 0.0),
     }
-    notes.insert(0, f"a request costs {fixed:.4g} ms + {per_kib:.4g} ms/KiB (service_scale "
-                 f"{scale:.4g}, service_offset {offset:.4g} ms), a later turn "
+    notes.insert(0, f"a request costs {fixed:.4g} ms + {per_kib:.4g} ms/KiB (start_cost "
+                 f"{start:.4g} ms, then its bytes: service_scale {scale:.4g}, service_offset "
+                 f"{terms['service_offset']:.4g} ms), a turn that goes on "
                  f"{terms['turn_cost']:.4g} ms, one after another request's "
                  f"{terms['context_switch']:.4g} ms, and a response "
                  f"{terms['dispatch_delay']:.4g} ms outside the workers")

@@ -54,9 +54,11 @@ pub struct SimSpec {
     pub cpus: Option<u32>,
     pub context_switch: Option<f64>,
     pub turn_cost: Option<f64>,
+    pub start_cost: Option<f64>,
     pub service_scale: Option<f64>,
     pub service_offset: Option<f64>,
     pub dispatch_delay: Option<f64>,
+    pub buffer: Option<u64>,
     pub runqueues: Option<String>,
     pub placement: Option<String>,
     pub choices: Option<u32>,
@@ -163,9 +165,11 @@ pub enum Workload {
     Open {
         arrival: Dist,
     },
-    /// One entry per client: its class.
+    /// One entry per client: its class; with `script` (a closed trace), each client's
+    /// thinks and sizes in order instead of draws.
     Closed {
         clients: Vec<u32>,
+        script: Option<Vec<Vec<trace::ScriptRow>>>,
     },
     Trace {
         rows: Vec<TraceRow>,
@@ -254,11 +258,16 @@ pub struct Machine {
     pub context_switch: f64,
     /// CPU time of a run that goes on with the job the CPU ran just before (a server's turn).
     pub turn_cost: f64,
-    /// A job of size s takes `service_scale * s + service_offset` of CPU time.
+    /// CPU time of a job's first run before its service (a server's fixed cost per request).
+    pub start_cost: f64,
+    /// A job of size s takes `max(service_scale * s + service_offset, 0)` of CPU time.
     pub service_scale: f64,
     pub service_offset: f64,
     /// Time between a job's submission and its arrival at the machine, counted in its response.
     pub dispatch_delay: f64,
+    /// Arrivals wait outside the runqueue, in order, while this many jobs wait in it (a
+    /// server's bounded buffer; global runqueue only).
+    pub buffer: Option<usize>,
     pub runqueues: Runqueues,
     pub placement: Placement,
     pub balancer: balance::Settings,
@@ -381,8 +390,16 @@ impl SimSpec {
                 }
             }
             let names: Vec<&str> = classes.iter().map(|c| c.name.as_str()).collect();
-            Workload::Trace {
-                rows: trace::read(path, &names)?,
+            if trace::is_closed(path) {
+                let tasks = trace::read_closed(path, &names)?;
+                Workload::Closed {
+                    clients: tasks.iter().map(|t| t.class).collect(),
+                    script: Some(tasks.into_iter().map(|t| t.rows).collect()),
+                }
+            } else {
+                Workload::Trace {
+                    rows: trace::read(path, &names)?,
+                }
             }
         } else if closed {
             if self.arrival.is_some() || self.load.is_some() {
@@ -399,6 +416,7 @@ impl SimSpec {
             }
             Workload::Closed {
                 clients: self.client_classes(&classes)?,
+                script: None,
             }
         } else {
             let think_given =
@@ -465,7 +483,14 @@ impl SimSpec {
         if self.jobs.is_none()
             && time.is_none()
             && self.precision.is_none()
-            && !matches!(workload, Workload::Trace { .. })
+            && !matches!(
+                workload,
+                Workload::Trace { .. }
+                    | Workload::Closed {
+                        script: Some(_),
+                        ..
+                    }
+            )
         {
             return Err(err(
                 "jobs",
@@ -641,8 +666,23 @@ impl SimSpec {
             context_switch: non_negative("context_switch", self.context_switch, 0.0)?,
             turn_cost: non_negative("turn_cost", self.turn_cost, 0.0)?,
             service_scale: positive("service_scale", self.service_scale)?.unwrap_or(1.0),
-            service_offset: non_negative("service_offset", self.service_offset, 0.0)?,
+            start_cost: non_negative("start_cost", self.start_cost, 0.0)?,
+            service_offset: match self.service_offset {
+                Some(x) if !x.is_finite() => return Err(err("service_offset", x, "a number")),
+                v => v.unwrap_or(0.0),
+            },
             dispatch_delay: non_negative("dispatch_delay", self.dispatch_delay, 0.0)?,
+            buffer: match (self.buffer, runqueues) {
+                (Some(0), _) => return Err(err("buffer", 0, "a number of jobs >= 1")),
+                (Some(b), Runqueues::PerCpu) => {
+                    return Err(err(
+                        "buffer",
+                        b,
+                        "global runqueues (one bounded buffer before the one queue)",
+                    ))
+                }
+                (b, _) => b.map(|b| b as usize),
+            },
             runqueues,
             placement,
             balancer,

@@ -1,5 +1,6 @@
 //! Trace workloads: a CSV with columns arrival,size and optional class, priority, tickets,
-//! weight, deadline (relative) and task.
+//! weight, deadline (relative) and task; or a closed trace, task,think,size[,class]: each task
+//! thinks, submits its next row, waits for it, thinks again (a real closed-loop run replayed).
 
 use crate::SpecError;
 
@@ -18,6 +19,130 @@ pub struct TraceRow {
 pub const COLUMNS: &[&str] = &[
     "arrival", "size", "class", "priority", "tickets", "weight", "deadline", "task",
 ];
+pub const CLOSED_COLUMNS: &[&str] = &["task", "think", "size", "class"];
+
+/// One request of a closed trace's task: the think before it, and its size.
+#[derive(Clone, Copy, Debug)]
+pub struct ScriptRow {
+    pub think: f64,
+    pub size: f64,
+}
+
+/// A closed trace's task: its class and its requests in order.
+#[derive(Clone, Debug)]
+pub struct ScriptTask {
+    pub class: u32,
+    pub rows: Vec<ScriptRow>,
+}
+
+/// Whether the trace at `path` is a closed one (it has a `think` column).
+pub fn is_closed(path: &str) -> bool {
+    csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .ok()
+        .and_then(|mut r| r.headers().ok().map(|h| h.iter().any(|c| c == "think")))
+        .unwrap_or(false)
+}
+
+fn class_of(s: Option<&str>, classes: &[&str], line: usize) -> Result<u32, String> {
+    match s.filter(|s| !s.is_empty()) {
+        None => Ok(0),
+        Some(s) => match classes.iter().position(|c| *c == s) {
+            Some(i) => Ok(i as u32),
+            None => match s.parse::<u32>() {
+                Ok(i) if (i as usize) < classes.len() => Ok(i),
+                _ => Err(format!(
+                    "a class among {} at line {line}, not '{s}'",
+                    classes.join(",")
+                )),
+            },
+        },
+    }
+}
+
+/// Reads a closed trace: tasks numbered 0..n (every one with a row), rows in each task's
+/// order, thinks and sizes >= 0, one class per task.
+pub fn read_closed(path: &str, classes: &[&str]) -> Result<Vec<ScriptTask>, SpecError> {
+    let fail = |allowed: String| SpecError {
+        key: "trace".into(),
+        value: path.into(),
+        allowed,
+    };
+    let mut rdr = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .map_err(|e| fail(format!("a readable CSV file ({e})")))?;
+    let headers = rdr
+        .headers()
+        .map_err(|e| fail(format!("a CSV header ({e})")))?
+        .clone();
+    if let Some(h) = headers.iter().find(|h| !CLOSED_COLUMNS.contains(h)) {
+        return Err(fail(format!(
+            "a closed trace with only the columns {} (unknown '{h}')",
+            CLOSED_COLUMNS.join(",")
+        )));
+    }
+    let col = |name: &str| headers.iter().position(|h| h == name);
+    for required in ["task", "think", "size"] {
+        if col(required).is_none() {
+            return Err(fail(format!(
+                "a closed trace with columns task,think,size[,class] (missing '{required}')"
+            )));
+        }
+    }
+    let mut tasks: Vec<Option<ScriptTask>> = Vec::new();
+    for (n, rec) in rdr.records().enumerate() {
+        let line = n + 2;
+        let rec = rec.map_err(|e| fail(format!("well-formed CSV ({e})")))?;
+        let num = |name: &str| -> Result<f64, SpecError> {
+            let s = col(name).and_then(|i| rec.get(i)).unwrap_or("");
+            s.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| {
+                    fail(format!(
+                        "a number >= 0 in column {name} at line {line}, not '{s}'"
+                    ))
+                })
+        };
+        let task = num("task")?;
+        if task.fract() != 0.0 || task > u32::MAX as f64 {
+            return Err(fail(format!("a whole task number at line {line}")));
+        }
+        let task = task as usize;
+        let class = class_of(col("class").and_then(|i| rec.get(i)), classes, line).map_err(fail)?;
+        let row = ScriptRow {
+            think: num("think")?,
+            size: num("size")?,
+        };
+        if tasks.len() <= task {
+            tasks.resize(task + 1, None);
+        }
+        match &mut tasks[task] {
+            Some(t) if t.class != class => {
+                return Err(fail(format!(
+                    "one class per task (task {task} changes class at line {line})"
+                )))
+            }
+            Some(t) => t.rows.push(row),
+            slot @ None => {
+                *slot = Some(ScriptTask {
+                    class,
+                    rows: vec![row],
+                })
+            }
+        }
+    }
+    if tasks.is_empty() {
+        return Err(fail("at least one job".into()));
+    }
+    tasks
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| t.ok_or_else(|| fail(format!("tasks numbered from 0 (task {i} has no row)"))))
+        .collect()
+}
 
 /// Reads a trace; `classes` are the class names a `class` cell may use (or an index).
 pub fn read(path: &str, classes: &[&str]) -> Result<Vec<TraceRow>, SpecError> {

@@ -51,9 +51,9 @@ def _pending(t: Translation, key: str) -> None:
 
 
 # The server keys a profile still to be measured needs (they leave the spec when it is applied).
-PENDING_KEYS = frozenset(profile.SERVER_KEYS) | {"cpus", "buffer"}
+PENDING_KEYS = frozenset(profile.SERVER_KEYS)
 KEYS = {**simulator.KEYS, "profile": maps(_profile),
-        **{k: maps(_pending) for k in PENDING_KEYS if k != "cpus"}}
+        **{k: maps(_pending) for k in PENDING_KEYS}}
 CLASS_KEYS = simulator.CLASS_KEYS
 NATIVE_KEYS = simulator.NATIVE_KEYS
 NATIVE_CLASS_KEYS = simulator.NATIVE_CLASS_KEYS
@@ -70,8 +70,7 @@ def _core_spec(spec: dict[str, Any]) -> dict[str, Any]:
         raise spec_error("profile", "(missing)", NO_PROFILE)
     if needs_calibration(spec):
         # Checked as the ideal model until the profile exists.
-        spec = {k: v for k, v in spec.items()
-                if k != "profile" and (k not in PENDING_KEYS or k == "cpus")}
+        spec = {k: v for k, v in spec.items() if k != "profile" and k not in PENDING_KEYS}
     return spec
 
 

@@ -118,6 +118,7 @@ KEYS = {
     "files": drops(), "catalogue": refuses(SERVER_FILES), "zipf": drops(),
     "burst": refuses(OPEN_ARRIVALS),
     "cpus": NATIVE, "context_switch": drops(MEASURED), "turn_cost": drops(MODEL_TERM),
+    "start_cost": drops(MODEL_TERM),
     "service_scale": drops(MODEL_TERM), "service_offset": drops(MODEL_TERM),
     "dispatch_delay": drops(MODEL_TERM), "profile": drops(PROFILE), "runqueues": maps(_runqueues),
     "placement": maps(_placement_model), "choices": maps(_placement_model),

@@ -175,7 +175,8 @@ KEYS = {
     "cpus": NATIVE,
     "context_switch": drops("the server's switches between requests cost what they really "
                             "cost (measured, not modelled)"),
-    "turn_cost": drops(MEASURED_COSTS), "service_scale": drops(MEASURED_COSTS),
+    "turn_cost": drops(MEASURED_COSTS), "start_cost": drops(MEASURED_COSTS),
+    "service_scale": drops(MEASURED_COSTS),
     "service_offset": drops(MEASURED_COSTS), "dispatch_delay": drops(MEASURED_COSTS),
     "profile": drops("a profile is what the server measured: the simulator models it"),
     "runqueues": maps(_runqueues), "placement": drops(ONE_QUEUE), "choices": drops(ONE_QUEUE),

@@ -193,7 +193,8 @@ KEYS = {
                   "serves a catalogue of files drawn from it"),
     "burst": refuses("the simulator has no model of a scripted burst: give it as a trace "
                      "(arrival, size, class), which the server world reads as a burst"),
-    "cpus": maps(_cpus), "context_switch": NATIVE, "turn_cost": NATIVE, "service_scale": NATIVE,
+    "cpus": maps(_cpus), "context_switch": NATIVE, "turn_cost": NATIVE, "start_cost": NATIVE,
+    "service_scale": NATIVE,
     "service_offset": NATIVE, "dispatch_delay": NATIVE,
     "profile": drops("the simulator's ideal model leaves the profile out: the world "
                      "`calibrated` models it"),
@@ -204,8 +205,7 @@ KEYS = {
     "start_pinned": maps(_start_pinned), "ideal": maps(_ideal),
     "release_after": NATIVE,
     "boost": NATIVE, "boost_max": NATIVE, "sleep_avg_max": NATIVE, "enforce": drops(),
-    "buffer": drops("not modelled: the simulator's queue is unbounded (the server's master "
-                    "blocks when the buffer is full)"),
+    "buffer": NATIVE,
     "packet": drops(), "packet_unit": drops(), "cost": drops(SERVER_COST), "cost_mode": drops(),
     "max_connections": drops(), "header_timeout": drops(), "idle_timeout": drops(),
     "send_timeout": drops(), "drain_timeout": drops(),

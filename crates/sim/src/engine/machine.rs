@@ -12,6 +12,40 @@ use crate::spec::{Boost, Ideal};
 
 impl Engine<'_> {
     /// Places a newly runnable job (new task, wake-up) and enqueues it.
+    /// A bounded buffer: new arrivals beyond its room wait outside, in order, behind any
+    /// already waiting (a server's master stops reading requests while its buffer is full).
+    pub(super) fn hold_arrivals(&mut self, ready: &mut Vec<JobId>) {
+        let cap = self.cfg.machine.buffer.unwrap_or(usize::MAX);
+        let mut queued = self.rqs[0].policy.len();
+        ready.retain(|&id| {
+            // A new job (not one back from I/O) arrives at the buffer.
+            let arrival = self.jobs[id.index()].first_run.is_nan();
+            if arrival && (queued >= cap || !self.admission.is_empty()) {
+                self.admission.push_back(id);
+                false
+            } else {
+                queued += arrival as usize;
+                true
+            }
+        });
+    }
+
+    /// Moves held arrivals into the runqueue while the buffer has room; they are listed in
+    /// `ready` (for the preemption check). Returns how many.
+    pub(super) fn admit_held(&mut self) -> usize {
+        let cap = self.cfg.machine.buffer.unwrap_or(usize::MAX);
+        let mut n = 0;
+        while self.rqs[0].policy.len() < cap {
+            let Some(id) = self.admission.pop_front() else {
+                break;
+            };
+            self.make_ready(id);
+            self.ready.push(id);
+            n += 1;
+        }
+        n
+    }
+
     pub(super) fn make_ready(&mut self, id: JobId) {
         let why = if self.jobs[id.index()].wakes {
             Enqueue::Wakeup
@@ -343,9 +377,12 @@ impl Engine<'_> {
         let m = &self.cfg.machine;
         let j = &mut self.jobs[id.index()];
         let t = &mut self.tasks[j.task as usize];
-        if j.first_run.is_nan() {
+        let start = if j.first_run.is_nan() {
             j.first_run = now;
-        }
+            m.start_cost
+        } else {
+            0.0
+        };
         let cpu = &mut self.cpus[c];
         if let Some((prev, seq)) = cpu.left_unfinished.take() {
             if seq != j.seq {
@@ -358,13 +395,14 @@ impl Engine<'_> {
         let j = &mut self.jobs[id.index()];
         // A run after another job's pays a switch; one that goes on with the job the CPU ran
         // just before (its slice expired, nobody else came first) pays a turn.
-        let mut overhead = if continuing {
-            0.0
-        } else if cpu.last_seq == j.seq {
-            m.turn_cost
-        } else {
-            m.context_switch
-        };
+        let mut overhead = start
+            + if continuing {
+                0.0
+            } else if cpu.last_seq == j.seq {
+                m.turn_cost
+            } else {
+                m.context_switch
+            };
         if j.cpu != NONE && j.cpu != c as i32 {
             j.migrations += 1;
             overhead += m.migration_cost;

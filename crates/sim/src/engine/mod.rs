@@ -233,6 +233,8 @@ struct Engine<'a> {
     next_ideal: usize,
     /// Tasks created so far (the creation order of `ideal`).
     tasks_created: u64,
+    /// A closed trace: each client's next row.
+    script_at: Vec<usize>,
     now: f64,
     // Arrival sources.
     next_open: f64,
@@ -259,6 +261,8 @@ struct Engine<'a> {
     // Batches of one instant, kept to reuse their memory.
     ready: Vec<JobId>,
     expired: Vec<JobId>,
+    /// Arrivals waiting for room in a bounded buffer (`buffer`), in arrival order.
+    admission: VecDeque<JobId>,
     acct: Accounting,
 }
 
@@ -286,6 +290,13 @@ pub fn warmup_jobs(cfg: &Config) -> Result<u64, SpecError> {
 fn pilot_warmup(cfg: &Config) -> Result<u64, SpecError> {
     let total = match (&cfg.workload, cfg.precision, cfg.jobs) {
         (Workload::Trace { rows }, _, _) => rows.len() as u64,
+        (
+            Workload::Closed {
+                script: Some(s), ..
+            },
+            _,
+            _,
+        ) => s.iter().map(|t| t.len() as u64).sum(),
         (_, Some(p), _) => p.max_jobs,
         (_, None, Some(j)) => j,
         (_, None, None) => PILOT_MAX,
@@ -369,6 +380,16 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         (_, _, Some(p)) => warmup + p.max_jobs,
         (Workload::Trace { rows }, Some(j), _) => (warmup + j).min(rows.len() as u64),
         (Workload::Trace { rows }, None, _) => rows.len() as u64,
+        (
+            Workload::Closed {
+                script: Some(s), ..
+            },
+            j,
+            _,
+        ) => {
+            let rows: u64 = s.iter().map(|t| t.len() as u64).sum();
+            j.map_or(rows, |j| (warmup + j).min(rows))
+        }
         (_, Some(j), _) => warmup + j,
         (_, None, _) => u64::MAX,
     };
@@ -379,7 +400,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         )
     });
     let persistent = match &cfg.workload {
-        Workload::Closed { clients } => clients.len(),
+        Workload::Closed { clients, .. } => clients.len(),
         Workload::Trace { rows } => rows
             .iter()
             .filter_map(|r| r.task)
@@ -424,6 +445,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         balancer,
         next_ideal: 0,
         tasks_created: 0,
+        script_at: vec![0; persistent],
         now: 0.0,
         next_open: f64::INFINITY,
         trace_at: 0,
@@ -445,6 +467,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         rng_balance: stream(cfg.seed, 8),
         ready: Vec::new(),
         expired: Vec::new(),
+        admission: VecDeque::new(),
         acct: Accounting::new(
             cfg,
             (closed && persistent <= MAX_SHARE_TASKS).then_some(persistent),
@@ -538,7 +561,10 @@ impl Engine<'_> {
             self.acct.events += 1;
             self.with_balancer(|b, e| b.tick(e.now, e));
         }
-        let ready = std::mem::take(&mut self.ready);
+        let mut ready = std::mem::take(&mut self.ready);
+        if self.cfg.machine.buffer.is_some() {
+            self.hold_arrivals(&mut ready);
+        }
         for &id in &ready {
             self.make_ready(id);
         }
@@ -549,6 +575,16 @@ impl Engine<'_> {
         }
         if !self.fluid {
             self.fill_idle();
+            if self.cfg.machine.buffer.is_some() {
+                // Dispatches made room: admit the next arrivals, and fill again.
+                let admitted = self.admit_held();
+                if admitted > 0 {
+                    self.fill_idle();
+                    let n = ready.len();
+                    ready.append(&mut self.ready);
+                    debug_assert!(ready.len() == n + admitted);
+                }
+            }
             for &id in &ready {
                 let j = &self.jobs[id.index()];
                 if j.alive && j.queued && self.rqs[j.rq as usize].may_preempt {

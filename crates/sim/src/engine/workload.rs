@@ -13,7 +13,7 @@ impl Engine<'_> {
     pub(super) fn start(&mut self) {
         for t in 0..self.persistent {
             let class = match &self.cfg.workload {
-                Workload::Closed { clients } => clients[t],
+                Workload::Closed { clients, .. } => clients[t],
                 _ => 0,
             };
             self.new_task(class, t as i64);
@@ -26,12 +26,15 @@ impl Engine<'_> {
                         arrival.sample(&mut self.rng_arrival) + self.cfg.machine.dispatch_delay;
                 }
             }
-            Workload::Closed { clients } => {
+            Workload::Closed { clients, script } => {
                 for (c, &class) in clients.iter().enumerate() {
                     if self.issued + self.pending < self.issue_limit {
                         let class = &self.cfg.classes[class as usize];
-                        let t = class.think.sample(&mut self.rng_think)
-                            + self.cfg.machine.dispatch_delay;
+                        let think = match script {
+                            Some(s) => s[c][0].think,
+                            None => class.think.sample(&mut self.rng_think),
+                        };
+                        let t = think + self.cfg.machine.dispatch_delay;
                         self.pending += 1;
                         self.timer(t, Timer::Think(c as u32));
                     }
@@ -94,11 +97,39 @@ impl Engine<'_> {
     /// A persistent task (closed client or trace task) submits its next job now.
     pub(super) fn submit(&mut self, task: u32) {
         let class = self.tasks[task as usize].class as usize;
-        let size = self.cfg.classes[class].size.sample(&mut self.rng_size);
+        let size = self.next_size(task as usize, class);
         self.issued += 1;
         let reuse = self.tasks[task as usize].entity;
         let id = self.new_job(class, task, size, None, reuse);
         self.ready.push(id);
+    }
+
+    /// A closed client's next size: drawn, or its closed trace's next row.
+    fn next_size(&mut self, task: usize, class: usize) -> f64 {
+        match &self.cfg.workload {
+            Workload::Closed {
+                script: Some(s), ..
+            } => {
+                let row = s[task][self.script_at[task]];
+                self.script_at[task] += 1;
+                row.size
+            }
+            _ => self.cfg.classes[class].size.sample(&mut self.rng_size),
+        }
+    }
+
+    /// A closed client's next think: drawn, or its closed trace's next row (None: it has no
+    /// row left).
+    fn next_think(&mut self, task: usize) -> Option<f64> {
+        match &self.cfg.workload {
+            Workload::Closed {
+                script: Some(s), ..
+            } => s[task].get(self.script_at[task]).map(|r| r.think),
+            _ => {
+                let class = &self.cfg.classes[self.tasks[task].class as usize];
+                Some(class.think.sample(&mut self.rng_think))
+            }
+        }
     }
 
     /// Creates the jobs arriving now (open or trace) and lists them in `ready`.
@@ -198,7 +229,7 @@ impl Engine<'_> {
             }
         };
         let m = &self.cfg.machine;
-        let size = m.service_scale * size + m.service_offset;
+        let size = (m.service_scale * size + m.service_offset).max(0.0);
         let mut view = JobView::new(id, now, size);
         view.class = class as u32;
         view.task = task;
@@ -266,12 +297,13 @@ impl Engine<'_> {
         let (task, r, w) = (j.task as usize, j.rq as usize, j.view.weight);
         let persistent = task < self.persistent;
         let closed = matches!(self.cfg.workload, Workload::Closed { .. });
-        let next_think = (closed && persistent && self.issued + self.pending < self.issue_limit)
-            .then(|| {
-                let class = &self.cfg.classes[self.tasks[task].class as usize];
-                // The next request travels to the machine after the client thinks.
-                class.think.sample(&mut self.rng_think) + self.cfg.machine.dispatch_delay
-            });
+        let next_think = if closed && persistent && self.issued + self.pending < self.issue_limit {
+            // The next request travels to the machine after the client thinks.
+            self.next_think(task)
+                .map(|t| t + self.cfg.machine.dispatch_delay)
+        } else {
+            None
+        };
         if self.threads && closed && persistent {
             if let Some(think) = next_think {
                 if let (true, Some(c)) = (think <= 0.0, cpu) {
@@ -324,7 +356,7 @@ impl Engine<'_> {
     /// Thread mode: the task's entity takes its next job now, without leaving the CPU.
     fn in_place_next(&mut self, task: usize) {
         let class = self.tasks[task].class as usize;
-        let size = self.cfg.classes[class].size.sample(&mut self.rng_size);
+        let size = self.next_size(task, class);
         self.issued += 1;
         let id = self.tasks[task].entity.expect("thread entity");
         let (cpu, rq, last_ran) = {
