@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
-from schedlab import profile
 from schedlab.vocabulary import DEFAULT_SEED, cpu_list, flat_spec, replication_seed
 from schedlab.worlds import (
     NATIVE,
@@ -247,6 +246,8 @@ DIRECT_KEYS = NATIVE_KEYS | {"profile"}
 def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A spec as the core takes it: parameters in `params`, bare numbers as `det:`."""
     if spec.get("profile") is not None:
+        from schedlab import profile  # a TOML file and the server's cost model: on use
+
         spec, _notes = profile.apply(spec)
     core = flat_spec(**spec)
     check_native("sim", KEYS, NATIVE_KEYS, core)

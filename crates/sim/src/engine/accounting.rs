@@ -135,7 +135,7 @@ impl Engine<'_> {
         let view = &j.view;
         self.acct.work_completed += view.size;
         // Submitted `dispatch_delay` before it reached the machine.
-        let arrival = view.arrival - self.cfg.machine.dispatch_delay;
+        let arrival = view.arrival - self.delay;
         let response = now - arrival;
         // Fluid policies serve every job at once: its wait is the time it was slowed down.
         let wait = if self.rqs[j.rq as usize].fluid {

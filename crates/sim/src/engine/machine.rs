@@ -14,6 +14,8 @@ impl Engine<'_> {
     /// Places a newly runnable job (new task, wake-up) and enqueues it.
     /// A bounded buffer: new arrivals beyond its room wait outside, in order, behind any
     /// already waiting (a server's master stops reading requests while its buffer is full).
+    #[cold]
+    #[inline(never)]
     pub(super) fn hold_arrivals(&mut self, ready: &mut Vec<JobId>) {
         let cap = self.cfg.machine.buffer.unwrap_or(usize::MAX);
         let mut queued = self.rqs[0].policy.len();
@@ -30,9 +32,20 @@ impl Engine<'_> {
         });
     }
 
-    /// Moves held arrivals into the runqueue while the buffer has room; they are listed in
-    /// `ready` (for the preemption check). Returns how many.
-    pub(super) fn admit_held(&mut self) -> usize {
+    /// Dispatches made room in a bounded buffer: admits the next arrivals, fills idle CPUs
+    /// again, and lists the admitted in `ready` (for the preemption check).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn refill_from_buffer(&mut self, ready: &mut Vec<JobId>) {
+        if self.admit_held() > 0 {
+            self.fill_idle();
+            ready.append(&mut self.ready);
+        }
+    }
+
+    /// Moves held arrivals into the runqueue while the buffer has room (listed in
+    /// `self.ready`). Returns how many.
+    fn admit_held(&mut self) -> usize {
         let cap = self.cfg.machine.buffer.unwrap_or(usize::MAX);
         let mut n = 0;
         while self.rqs[0].policy.len() < cap {
@@ -46,6 +59,8 @@ impl Engine<'_> {
         n
     }
 
+    // Inlined into the event loop as before the bounded buffer's cold path called it too.
+    #[inline(always)]
     pub(super) fn make_ready(&mut self, id: JobId) {
         let why = if self.jobs[id.index()].wakes {
             Enqueue::Wakeup
@@ -264,6 +279,7 @@ impl Engine<'_> {
         }
     }
 
+    #[inline(always)]
     pub(super) fn fill_idle(&mut self) {
         if self.per_cpu {
             self.fill_idle_per_cpu();

@@ -210,6 +210,12 @@ struct Engine<'a> {
     per_cpu: bool,
     fluid: bool,
     threads: bool,
+    /// A bounded buffer before the runqueue (`buffer`): checked once here, not per event.
+    bounded: bool,
+    /// Sizes mapped to this machine's service (`service_scale`, `service_offset`).
+    scaled: bool,
+    /// `dispatch_delay`, read for every job.
+    delay: f64,
     jobs: Vec<Job>,
     free_jobs: Vec<u32>,
     tasks: Vec<Task>,
@@ -415,6 +421,9 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         per_cpu,
         fluid,
         threads: m.timeslice.is_some(),
+        bounded: m.buffer.is_some(),
+        scaled: m.service_scale != 1.0 || m.service_offset != 0.0,
+        delay: m.dispatch_delay,
         jobs: Vec::new(),
         free_jobs: Vec::new(),
         tasks: Vec::new(),
@@ -562,7 +571,7 @@ impl Engine<'_> {
             self.with_balancer(|b, e| b.tick(e.now, e));
         }
         let mut ready = std::mem::take(&mut self.ready);
-        if self.cfg.machine.buffer.is_some() {
+        if self.bounded {
             self.hold_arrivals(&mut ready);
         }
         for &id in &ready {
@@ -575,15 +584,8 @@ impl Engine<'_> {
         }
         if !self.fluid {
             self.fill_idle();
-            if self.cfg.machine.buffer.is_some() {
-                // Dispatches made room: admit the next arrivals, and fill again.
-                let admitted = self.admit_held();
-                if admitted > 0 {
-                    self.fill_idle();
-                    let n = ready.len();
-                    ready.append(&mut self.ready);
-                    debug_assert!(ready.len() == n + admitted);
-                }
+            if self.bounded {
+                self.refill_from_buffer(&mut ready);
             }
             for &id in &ready {
                 let j = &self.jobs[id.index()];

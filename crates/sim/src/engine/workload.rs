@@ -228,8 +228,12 @@ impl Engine<'_> {
                 JobId((self.jobs.len() - 1) as u32)
             }
         };
-        let m = &self.cfg.machine;
-        let size = (m.service_scale * size + m.service_offset).max(0.0);
+        let size = if self.scaled {
+            let m = &self.cfg.machine;
+            (m.service_scale * size + m.service_offset).max(0.0)
+        } else {
+            size
+        };
         let mut view = JobView::new(id, now, size);
         view.class = class as u32;
         view.task = task;
