@@ -375,6 +375,14 @@ def test_a_bad_closed_trace_is_one_error_naming_the_key(tmp_path, text, why):
     assert why in str(e.value)
 
 
+def test_a_closed_trace_refuses_a_think_of_its_own(tmp_path):
+    path = tmp_path / "closed.csv"
+    path.write_text("task,think,size\n0,1,1\n")
+    with pytest.raises(schedlab.SpecError, match="^think = exp:1: expected nothing: a closed "
+                       "trace gives every think"):
+        schedlab.simulate("fcfs", trace=str(path), think="exp:1")
+
+
 @pytest.mark.parametrize("buffer, completions", [
     (None, {"A": 10, "B": 6, "C": 3, "D": 1}),   # SJF sees all four: 1, 2, 3, 4
     (1, {"A": 4, "B": 7, "C": 9, "D": 10}),      # one waits at a time: arrival order

@@ -119,7 +119,7 @@ pub const KEYS: &[Key] = &[
     key("clients", S::Workload, F::Int, U::Count, "closed workload: number of clients (tasks), each thinks then submits one job"),
     key("think", S::Workload, F::Dist, U::Time, "closed workload: think-time distribution (ms); default det:0"),
     key("batch", S::Workload, F::Int, U::Count, "a batch of one-shot tasks, one job each, all released at the start"),
-    key("trace", S::Workload, F::Text, U::Text, "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task]"),
+    key("trace", S::Workload, F::Text, U::Text, "CSV file with columns arrival,size[,class,priority,tickets,weight,deadline,task], or a closed trace task,think,size[,class] (each task thinks, sends its next row, waits for it)"),
     key("classes", S::Workload, F::Tables, U::Table, "job classes (see the class keys)"),
     key("bursts", S::Workload, F::Int, U::Count, "CPU bursts per job, with I/O between them; default 1"),
     key("io", S::Workload, F::Dist, U::Time, "I/O of a job: a distribution of waits (ms) between two bursts, or sleep:DIST / dsync:BYTES after each burst"),

@@ -391,6 +391,13 @@ impl SimSpec {
             }
             let names: Vec<&str> = classes.iter().map(|c| c.name.as_str()).collect();
             if trace::is_closed(path) {
+                if let Some(think) = &self.think {
+                    return Err(err(
+                        "think",
+                        think,
+                        "nothing: a closed trace gives every think in its column",
+                    ));
+                }
                 let tasks = trace::read_closed(path, &names)?;
                 Workload::Closed {
                     clients: tasks.iter().map(|t| t.class).collect(),

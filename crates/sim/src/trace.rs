@@ -35,6 +35,27 @@ pub struct ScriptTask {
     pub rows: Vec<ScriptRow>,
 }
 
+fn failure(path: &str, allowed: String) -> SpecError {
+    SpecError {
+        key: "trace".into(),
+        value: path.into(),
+        allowed,
+    }
+}
+
+/// The trace's CSV reader and its header.
+fn open(path: &str) -> Result<(csv::Reader<std::fs::File>, csv::StringRecord), SpecError> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .map_err(|e| failure(path, format!("a readable CSV file ({e})")))?;
+    let headers = rdr
+        .headers()
+        .map_err(|e| failure(path, format!("a CSV header ({e})")))?
+        .clone();
+    Ok((rdr, headers))
+}
+
 /// Whether the trace at `path` is a closed one (it has a `think` column).
 pub fn is_closed(path: &str) -> bool {
     csv::ReaderBuilder::new()
@@ -64,19 +85,8 @@ fn class_of(s: Option<&str>, classes: &[&str], line: usize) -> Result<u32, Strin
 /// Reads a closed trace: tasks numbered 0..n (every one with a row), rows in each task's
 /// order, thinks and sizes >= 0, one class per task.
 pub fn read_closed(path: &str, classes: &[&str]) -> Result<Vec<ScriptTask>, SpecError> {
-    let fail = |allowed: String| SpecError {
-        key: "trace".into(),
-        value: path.into(),
-        allowed,
-    };
-    let mut rdr = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .from_path(path)
-        .map_err(|e| fail(format!("a readable CSV file ({e})")))?;
-    let headers = rdr
-        .headers()
-        .map_err(|e| fail(format!("a CSV header ({e})")))?
-        .clone();
+    let fail = |allowed: String| failure(path, allowed);
+    let (mut rdr, headers) = open(path)?;
     if let Some(h) = headers.iter().find(|h| !CLOSED_COLUMNS.contains(h)) {
         return Err(fail(format!(
             "a closed trace with only the columns {} (unknown '{h}')",
@@ -146,19 +156,8 @@ pub fn read_closed(path: &str, classes: &[&str]) -> Result<Vec<ScriptTask>, Spec
 
 /// Reads a trace; `classes` are the class names a `class` cell may use (or an index).
 pub fn read(path: &str, classes: &[&str]) -> Result<Vec<TraceRow>, SpecError> {
-    let fail = |allowed: String| SpecError {
-        key: "trace".into(),
-        value: path.into(),
-        allowed,
-    };
-    let mut rdr = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .from_path(path)
-        .map_err(|e| fail(format!("a readable CSV file ({e})")))?;
-    let headers = rdr
-        .headers()
-        .map_err(|e| fail(format!("a CSV header ({e})")))?
-        .clone();
+    let fail = |allowed: String| failure(path, allowed);
+    let (mut rdr, headers) = open(path)?;
     let col = |name: &str| headers.iter().position(|h| h == name);
     for required in ["arrival", "size"] {
         if col(required).is_none() {
@@ -203,24 +202,7 @@ pub fn read(path: &str, classes: &[&str]) -> Result<Vec<TraceRow>, SpecError> {
             return Err(fail(format!("sizes >= 0 (line {line})")));
         }
         last = arrival;
-        let class = match col("class")
-            .and_then(|i| rec.get(i))
-            .filter(|s| !s.is_empty())
-        {
-            None => 0,
-            Some(s) => match classes.iter().position(|c| *c == s) {
-                Some(i) => i as u32,
-                None => match s.parse::<u32>() {
-                    Ok(i) if (i as usize) < classes.len() => i,
-                    _ => {
-                        return Err(fail(format!(
-                            "a class among {} at line {line}, not '{s}'",
-                            classes.join(",")
-                        )))
-                    }
-                },
-            },
-        };
+        let class = class_of(col("class").and_then(|i| rec.get(i)), classes, line).map_err(fail)?;
         rows.push(TraceRow {
             arrival,
             size,
