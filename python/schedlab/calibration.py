@@ -54,10 +54,9 @@ def config_of(spec: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def _sizes(config: dict[str, Any]) -> list[int]:
+def _sizes(packet: int, per_byte: float) -> list[int]:
     """File sizes that spread the worker time: from 1 KiB to about 5 ms of emulated cost
     (between 4 and 32 packets)."""
-    _ms, packet, per_byte = machinery.packet_ms(config)
     most = 5.0 / per_byte if per_byte > 0 else 16 * packet
     most = int(min(max(most, 4 * packet), 32 * packet))
     return [1024] + [int(most * k / 5) for k in range(1, 6)]
@@ -145,11 +144,10 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
     """Measures the server configured by `spec` (keys of `CONFIG_KEYS`) and returns its
     profile (write it with `schedlab.profile.write`)."""
     config = config_of(dict(spec or {}))
-    machinery.packet_ms(config)  # a bad cost is refused before any run
+    _ms, packet, per_byte = machinery.packet_ms(config)  # a bad cost: refused before any run
     started = time.monotonic()
-    sizes = _sizes(config)
+    sizes = _sizes(packet, per_byte)
     large = [b for b in sizes if b > 1024]
-    _ms, packet, per_byte = machinery.packet_ms(config)
     cpus = int(config["cpus"])
     alone = _phase(config, "fcfs", {}, 1, sizes, seed, phase_ms)
     turns = _phase(config, "rr", {"quantum": 1}, 1, large, seed + 1, phase_ms)

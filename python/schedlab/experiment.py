@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from schedlab import worlds
 from schedlab._core import SpecError
 from schedlab.policies import label as policy_label
+from schedlab.profile import CALIBRATE
 from schedlab.vocabulary import (
     CLASS_KEYS,
     KERNEL,
@@ -679,7 +680,7 @@ def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[s
 def _resolve_files(value: Any, key: str, base: Path) -> Any:
     """Relative trace and empirical:FILE paths are relative to the experiment file."""
     if isinstance(value, str):
-        if key in ("trace", "profile") and value != "calibrate" and \
+        if key in ("trace", "profile") and value != CALIBRATE and \
                 not Path(value).is_absolute():
             return str((base / value).resolve())
         if value.startswith("empirical:"):
@@ -698,7 +699,7 @@ def _files_of(spec: dict[str, Any]) -> list[str]:
 
     def walk(k: str, v: Any) -> None:
         if isinstance(v, str):
-            if k == "trace" or (k == "profile" and v != "calibrate"):
+            if k == "trace" or (k == "profile" and v != CALIBRATE):
                 out.append(v)
             elif v.startswith("empirical:"):
                 out.append(v[len("empirical:"):])

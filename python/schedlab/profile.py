@@ -42,6 +42,8 @@ from schedlab.files import atomic_file
 from schedlab.vocabulary import find_policy, param_units, spec_error
 
 FORMAT = 1
+# `profile = "calibrate"` in an experiment file: measure the server first (schedlab.sweep).
+CALIBRATE = "calibrate"
 SERVER_TERMS = {
     "fixed": "ms",
     "per_kib": "ms/KiB",

@@ -226,7 +226,7 @@ def plan(exp: ex.Experiment, runs_dir: Path,
     tasks = []
     for r in exp.unique_runs():
         spec = r.spec
-        if profile_path is not None and spec.get("profile") == CALIBRATE:
+        if profile_path is not None and spec.get("profile") == profile.CALIBRATE:
             spec = {**spec, "profile": str(profile_path)}
         tasks.append({"id": r.id, "world": r.world, "module": worlds.MODULES[r.world],
                       "spec": spec, "dir": str(runs_dir),
@@ -237,14 +237,13 @@ def plan(exp: ex.Experiment, runs_dir: Path,
 
 
 PROFILE = "profile-server.toml"
-CALIBRATE = "calibrate"
 
 
 def calibrate_first(exp: ex.Experiment, out_dir: Path) -> Path | None:
     """`profile = "calibrate"`: the server is measured once, before any run (the machine is
     quiet then), as the first such run configures it, and the profile kept in the results
     directory (a resumed sweep reuses it). Returns its path, or None when nothing asks."""
-    asking = [r for r in exp.runs if not r.skip and r.spec.get("profile") == CALIBRATE]
+    asking = [r for r in exp.runs if not r.skip and r.spec.get("profile") == profile.CALIBRATE]
     if not asking:
         return None
     path = out_dir / PROFILE

@@ -176,6 +176,19 @@ pub enum Workload {
     },
 }
 
+impl Workload {
+    /// The jobs a trace holds (open or closed); None for a workload of draws.
+    pub fn trace_jobs(&self) -> Option<u64> {
+        match self {
+            Workload::Trace { rows } => Some(rows.len() as u64),
+            Workload::Closed {
+                script: Some(s), ..
+            } => Some(s.iter().map(|t| t.len() as u64).sum()),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Runqueues {
     Global,
@@ -490,14 +503,7 @@ impl SimSpec {
         if self.jobs.is_none()
             && time.is_none()
             && self.precision.is_none()
-            && !matches!(
-                workload,
-                Workload::Trace { .. }
-                    | Workload::Closed {
-                        script: Some(_),
-                        ..
-                    }
-            )
+            && workload.trace_jobs().is_none()
         {
             return Err(err(
                 "jobs",

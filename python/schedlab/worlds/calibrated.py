@@ -21,7 +21,7 @@ from schedlab.worlds import sim as simulator
 if TYPE_CHECKING:
     from schedlab.results import Result
 
-CALIBRATE = "calibrate"
+CALIBRATE = profile.CALIBRATE
 NO_PROFILE = ("a machine profile: machine.profile = FILE (written by schedlab calibrate) or "
               "\"calibrate\" (measure the server first)")
 

@@ -11,7 +11,6 @@ use crate::balance::{self, Queued};
 use crate::spec::{Boost, Ideal};
 
 impl Engine<'_> {
-    /// Places a newly runnable job (new task, wake-up) and enqueues it.
     /// A bounded buffer: new arrivals beyond its room wait outside, in order, behind any
     /// already waiting (a server's master stops reading requests while its buffer is full).
     #[cold]
@@ -59,6 +58,7 @@ impl Engine<'_> {
         n
     }
 
+    /// Places a newly runnable job (new task, wake-up) and enqueues it.
     // Inlined into the event loop as before the bounded buffer's cold path called it too.
     #[inline(always)]
     pub(super) fn make_ready(&mut self, id: JobId) {

@@ -294,15 +294,8 @@ pub fn warmup_jobs(cfg: &Config) -> Result<u64, SpecError> {
 /// than the series it looks at, so that the jobs looked at are not the ones draining at its
 /// end. Returns the jobs to discard.
 fn pilot_warmup(cfg: &Config) -> Result<u64, SpecError> {
-    let total = match (&cfg.workload, cfg.precision, cfg.jobs) {
-        (Workload::Trace { rows }, _, _) => rows.len() as u64,
-        (
-            Workload::Closed {
-                script: Some(s), ..
-            },
-            _,
-            _,
-        ) => s.iter().map(|t| t.len() as u64).sum(),
+    let total = match (cfg.workload.trace_jobs(), cfg.precision, cfg.jobs) {
+        (Some(n), _, _) => n,
         (_, Some(p), _) => p.max_jobs,
         (_, None, Some(j)) => j,
         (_, None, None) => PILOT_MAX,
@@ -382,21 +375,11 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         });
     }
     let fluid = rqs[0].fluid;
-    let issue_limit = match (&cfg.workload, cfg.jobs, cfg.precision) {
+    let issue_limit = match (cfg.workload.trace_jobs(), cfg.jobs, cfg.precision) {
         (_, _, Some(p)) => warmup + p.max_jobs,
-        (Workload::Trace { rows }, Some(j), _) => (warmup + j).min(rows.len() as u64),
-        (Workload::Trace { rows }, None, _) => rows.len() as u64,
-        (
-            Workload::Closed {
-                script: Some(s), ..
-            },
-            j,
-            _,
-        ) => {
-            let rows: u64 = s.iter().map(|t| t.len() as u64).sum();
-            j.map_or(rows, |j| (warmup + j).min(rows))
-        }
-        (_, Some(j), _) => warmup + j,
+        (Some(n), Some(j), _) => (warmup + j).min(n),
+        (Some(n), None, _) => n,
+        (None, Some(j), _) => warmup + j,
         (_, None, _) => u64::MAX,
     };
     let precision = cfg.precision.map(|p| {

@@ -22,21 +22,16 @@ impl Engine<'_> {
             Workload::Open { arrival } => {
                 if self.issue_limit > 0 {
                     // Every job reaches the machine `dispatch_delay` after it is sent.
-                    self.next_open =
-                        arrival.sample(&mut self.rng_arrival) + self.cfg.machine.dispatch_delay;
+                    self.next_open = arrival.sample(&mut self.rng_arrival) + self.delay;
                 }
             }
-            Workload::Closed { clients, script } => {
-                for (c, &class) in clients.iter().enumerate() {
+            Workload::Closed { .. } => {
+                for c in 0..self.persistent {
                     if self.issued + self.pending < self.issue_limit {
-                        let class = &self.cfg.classes[class as usize];
-                        let think = match script {
-                            Some(s) => s[c][0].think,
-                            None => class.think.sample(&mut self.rng_think),
-                        };
-                        let t = think + self.cfg.machine.dispatch_delay;
-                        self.pending += 1;
-                        self.timer(t, Timer::Think(c as u32));
+                        if let Some(think) = self.next_think(c) {
+                            self.pending += 1;
+                            self.timer(think + self.delay, Timer::Think(c as u32));
+                        }
                     }
                 }
             }
@@ -53,7 +48,7 @@ impl Engine<'_> {
             Workload::Closed { .. } => f64::INFINITY,
             Workload::Trace { rows } => {
                 if (self.trace_at as u64) < self.issue_limit {
-                    rows[self.trace_at].arrival + self.cfg.machine.dispatch_delay
+                    rows[self.trace_at].arrival + self.delay
                 } else {
                     f64::INFINITY
                 }
@@ -303,8 +298,7 @@ impl Engine<'_> {
         let closed = matches!(self.cfg.workload, Workload::Closed { .. });
         let next_think = if closed && persistent && self.issued + self.pending < self.issue_limit {
             // The next request travels to the machine after the client thinks.
-            self.next_think(task)
-                .map(|t| t + self.cfg.machine.dispatch_delay)
+            self.next_think(task).map(|t| t + self.delay)
         } else {
             None
         };
