@@ -1,5 +1,8 @@
-"""`schedlab calibrate server`: short, automatic measurements of the real file server on this
-machine, written as a machine profile (`schedlab.profile`) that the simulator then models.
+"""`schedlab calibrate server` and `schedlab calibrate os`: short, automatic measurements of the
+real file server and of real processes on this machine, written as a machine profile
+(`schedlab.profile`) that the simulator then models.
+
+**The server**
 
 The server runs as configured (workers, cost, cost_mode, packet), on loopback, in three
 phases of a few seconds each, with a catalogue of files chosen to spread the sizes:
@@ -16,6 +19,23 @@ per_kib x KiB + turn x later turns + switch x later turns after another request,
 intervals from the fit's standard errors (requests far off the fit, the machine's hiccups,
 are left out and counted). Times come from the server's own per-request log (worker time,
 turns) and the load generator (response), as in every server run.
+
+**Real processes** (`calibrate_os`), each phase a batch of one-shot processes run by the os
+world itself (so the harness's own costs are in what is measured), repeated `REPS` times; the
+intervals are over the repetitions:
+
+1. the kernel, SCHED_FIFO: batches of jobs of 2 and 8 ms of CPU, each at a few and at many
+   processes (8 and 256 per CPU). FIFO runs a batch back to back, so a CPU's wall time per
+   job (its makespan over its jobs) is `start + scale x size`: `start` (a process's cost
+   beyond its CPU time: waking, exit, reaping) and `scale` (wall time per ms of the job's CPU
+   clock: the kernel's own work, the measurement's, the hypervisor's) at each population;
+2. the kernel, SCHED_OTHER (CFS/EEVDF): the same batches, which time-share their CPUs until
+   nearly all end: the same line with its switches in it (`other_start`, `other_scale`);
+3. the user-space dispatcher (round robin, the configured `enforce`): batches of tiny jobs at
+   a few and at many processes (`dispatch_start`, `dispatch_start_many`: a job's start, exit
+   and hand-off through the dispatcher) and CPU-bound jobs in 1 ms quanta
+   (`dispatch_switch`: one quantum's stop, decision and resume; a worker's CPU clock runs
+   with the wall clock inside its quantum).
 """
 
 from __future__ import annotations
@@ -36,21 +56,35 @@ from schedlab.vocabulary import spec_error
 # The server keys a calibration takes (the server as it will run), and their defaults.
 CONFIG_KEYS = ("cpus", "cost", "cost_mode", "packet", "packet_unit", "buffer")
 DEFAULTS = {"cpus": 2, "cost": "none", "cost_mode": "sleep"}
+# The os keys a calibration takes (the machine the processes run on); default: every CPU.
+OS_CONFIG_KEYS = ("cpus", "enforce")
+WORLDS = {"server": CONFIG_KEYS, "os": OS_CONFIG_KEYS}
+REPS = 3  # repetitions of each os phase
+FEW, MANY = 8, 256  # processes per CPU in the os world's batches
+QUICK_MANY = 64
+SIZES = (2.0, 8.0)  # ms of CPU per job in the kernel's batches
 PHASE_MS = 2_500.0  # load per phase (ms)
 OUTLIER_MADS = 8.0  # a request this many MADs off the first fit is left out of the second
 TERMS = ("fixed", "per_kib", "turn", "switch")
 
 
-def config_of(spec: dict[str, Any]) -> dict[str, Any]:
-    """The server configuration a calibration measures: the spec's server keys, defaults."""
-    unknown = sorted(set(spec) - set(CONFIG_KEYS))
+def config_of(spec: dict[str, Any], world: str = "server") -> dict[str, Any]:
+    """The configuration a calibration measures: the spec's keys for `world`, defaults."""
+    keys = WORLDS[world]
+    unknown = sorted(set(spec) - set(keys))
     if unknown:
         raise spec_error(unknown[0], spec[unknown[0]],
-                         "a server key a calibration takes: " + ", ".join(CONFIG_KEYS))
-    config = {**DEFAULTS, **spec}
+                         f"a {world} key a calibration takes: " + ", ".join(keys))
+    if world == "os":
+        config = {"cpus": len(os.sched_getaffinity(0)), "enforce": "stop", **spec}
+        if config["enforce"] not in ("stop", "fifo"):
+            raise spec_error("enforce", config["enforce"], "stop or fifo")
+    else:
+        config = {**DEFAULTS, **spec}
     cpus = config["cpus"]
     if not (isinstance(cpus, int) and not isinstance(cpus, bool) and cpus >= 1):
-        raise spec_error("cpus", cpus, "a number of worker threads >= 1")
+        raise spec_error("cpus", cpus, "a number of worker threads >= 1" if world == "server"
+                         else f"a number of CPUs from 1 to {len(os.sched_getaffinity(0))}")
     return config
 
 
@@ -166,14 +200,8 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
         len(delay))), len(delay), units["delay"], **_quantiles(delay))
     seconds = time.monotonic() - started
     return {
-        "profile": {
-            "format": profiles.FORMAT, "world": "server",
-            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "host": platform.node(), "kernel": platform.release(),
-            "cpu": _cpu_model(), "cpus_online": os.cpu_count() or 0,
-            "seconds": round(seconds, 2),
-            "config": {k: v for k, v in config.items() if v is not None},
-        },
+        "profile": {**_machine(profiles.SERVER, seconds),
+                    "config": {k: v for k, v in config.items() if v is not None}},
         "server": terms,
         "fit": {
             "requests": n, "left_out": left_out,
@@ -182,6 +210,94 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
             "emulated_per_kib": per_byte * 1024,
         },
     }
+
+
+def _os_batch(config: dict[str, Any], n: int, size: float, seed: int,
+              **policy: Any) -> dict[str, Any]:
+    """One batch of `n` one-shot processes of `size` ms of CPU on the configured CPUs; the
+    os world's summary."""
+    from schedlab import osrun
+
+    spec = {"batch": n, "size": f"det:{size}", "cpus": config["cpus"], "seed": seed,
+            "quiet_wait": 2_000, **policy}
+    return osrun.run(spec).summary
+
+
+def _per_cpu_job(summary: dict[str, Any], cpus: int) -> float:
+    """A CPU's wall time per job (ms): the batch's makespan over its jobs per CPU."""
+    return float(summary["response_max"]) * cpus / float(summary["jobs"])
+
+
+def _over_reps(values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
+    v = np.asarray(values, dtype=float)
+    se = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else float("nan")
+    return _term(float(np.mean(v)), se, len(v), unit, reps=[float(x) for x in v], **extra)
+
+
+def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int = REPS,
+                 many: int = MANY) -> dict[str, Any]:
+    """Measures real processes on the CPUs configured by `spec` (keys of `OS_CONFIG_KEYS`)
+    and returns their profile (write it with `schedlab.profile.write`). `many`: processes per
+    CPU of the larger population."""
+    config = config_of(dict(spec or {}), "os")
+    cpus = int(config["cpus"])
+    started = time.monotonic()
+    units = profiles.OS_TERMS
+    terms: dict[str, Any] = {}
+    # Each kernel class's line: a CPU's wall time per job of a batch = start + scale x size,
+    # at few and at many processes. FIFO runs a batch back to back; CFS/EEVDF shares the CPUs
+    # until nearly all end: either way the makespan over a CPU's jobs, its switches included.
+    for prefix, policy in (("", {"sched": "fifo", "rtprio": 10}), ("other_", {"sched": "other"})):
+        for per_cpu in (FEW, many):
+            n = per_cpu * cpus
+            starts, scales = [], []
+            for r in range(reps):
+                w = [_per_cpu_job(_os_batch(config, n, size, seed + r, policy="kernel",
+                                            **policy), cpus) for size in SIZES]
+                scale = (w[1] - w[0]) / (SIZES[1] - SIZES[0])
+                scales.append(scale)
+                starts.append(w[0] - scale * SIZES[0])
+            suffix = "" if per_cpu == FEW else "_many"
+            terms[f"{prefix}start{suffix}"] = _over_reps(starts, "ms", tasks=n)
+            terms[f"{prefix}scale{suffix}"] = _over_reps(scales, "ms/ms", tasks=n)
+    # The user-space dispatcher: tiny jobs (a job's start through it), then CPU-bound jobs in
+    # 1 ms quanta (a quantum's switch).
+    dispatched = {"policy": "rr", "enforce": config["enforce"]}
+    tiny = 0.01
+    for per_cpu in (FEW, many):
+        n = per_cpu * cpus
+        starts = [_per_cpu_job(_os_batch(config, n, tiny, seed + r, params={"quantum": 10.0},
+                                         **dispatched), cpus) - tiny for r in range(reps)]
+        suffix = "" if per_cpu == FEW else "_many"
+        terms["dispatch_start" + suffix] = _over_reps(starts, units["dispatch_start"], tasks=n)
+    n_turns, size_turns = 2 * cpus, 50.0
+    d_switch = []
+    for r in range(reps):
+        s = _os_batch(config, n_turns, size_turns, seed + r, params={"quantum": 1.0},
+                      **dispatched)
+        # The dispatcher's quanta are wall time and a worker's CPU clock runs with it: the
+        # overhead is its starts and its switches.
+        extra = float(s["response_max"]) * cpus - n_turns * (
+            terms["dispatch_start"]["mean"] + size_turns)
+        d_switch.append(extra / max(float(s["context_switches"]), 1.0))
+    terms["dispatch_switch"] = _over_reps(d_switch, units["dispatch_switch"], tasks=n_turns)
+    seconds = time.monotonic() - started
+    return {
+        "profile": {**_machine(profiles.OS, seconds), "config": config},
+        "os": terms,
+        "fit": {"reps": reps, "sizes_ms": list(SIZES),
+                "tasks": [FEW * cpus, many * cpus],
+                "dispatcher": {"tiny_ms": tiny, "quantum_ms": 1.0, "turn_tasks": n_turns,
+                               "turn_ms": size_turns}},
+    }
+
+
+def _machine(world: str, seconds: float) -> dict[str, Any]:
+    return {"format": profiles.FORMAT, "world": world,
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "host": platform.node(), "kernel": platform.release(),
+            "cpu": _cpu_model(), "cpus_online": os.cpu_count() or 0,
+            "seconds": round(seconds, 2)}
 
 
 def closed_trace(jobs: Any, size_ms: Any) -> Any:
@@ -214,20 +330,31 @@ def _cpu_model() -> str:
 
 
 def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: int = 1,
-              phase_ms: float = PHASE_MS, **spec: Any) -> dict[str, Any]:
-    """Calibrates `world` ("server") as configured by `spec` (cpus, cost, cost_mode, packet,
-    packet_unit, buffer), writes the profile to `out` (TOML) if given, and returns it.
+              phase_ms: float = PHASE_MS, reps: int = REPS, quick: bool = False,
+              **spec: Any) -> dict[str, Any]:
+    """Calibrates `world` ("server": as configured by `spec`'s cpus, cost, cost_mode, packet,
+    packet_unit, buffer; "os": real processes on `spec`'s cpus, with its enforce), writes the
+    profile to `out` (TOML) if given, and returns it. `phase_ms`: the length of a server
+    phase; `reps`: repetitions of each os phase; `quick` (demos, CI): server phases of 1 s,
+    os phases twice and at most 64 processes per CPU.
 
         schedlab.calibrate("server", "server.toml", cpus=2, cost="0.25ms+0.02ms/KiB")
         schedlab.simulate("rr", quantum=5, profile="server.toml", ...)
+        schedlab.calibrate("os", "os.toml", cpus=2, enforce="fifo")
     """
-    if world != "server":
-        raise spec_error("world", world, "server (the os world's calibration is not built yet)")
+    if world not in WORLDS:
+        raise spec_error("world", world, "server or os")
+    config_of(dict(spec), world)  # bad keys: refused before anything is written or run
     if out is not None:
         from schedlab.files import check_writable
 
         check_writable("out", out, (".toml",))
-    result = calibrate_server(spec, seed=seed, phase_ms=phase_ms)
+    if world == "os":
+        result = calibrate_os(spec, seed=seed, reps=min(reps, 2) if quick else reps,
+                              many=QUICK_MANY if quick else MANY)
+    else:
+        result = calibrate_server(spec, seed=seed, phase_ms=min(phase_ms, 1_000.0) if quick
+                                  else phase_ms)
     if out is not None:
         profiles.write(out, result)
     return result

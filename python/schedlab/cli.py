@@ -457,25 +457,35 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from schedlab.clikit import status
     from schedlab.jsonio import dumps
 
-    spec = {k: getattr(args, k) for k in calibration.CONFIG_KEYS if getattr(args, k) is not None}
+    spec = {k: getattr(args, k) for k in _calibration_keys() if getattr(args, k) is not None}
     for k, v in spec.items():
         typed(k, v, KEYS[k])
     seed = typed("seed", args.seed, KEYS["seed"]) if args.seed is not None else 1
     what = ", ".join(f"{k} {v}" for k, v in spec.items()) or "its defaults"
-    with status(f"calibrating the {args.world} ({what}): three short phases on loopback",
+    how = "three short phases on loopback" if args.world == "server" else \
+        "batches of real processes under the kernel and the dispatcher"
+    with status(f"calibrating the {args.world} world ({what}): {how}",
                 enabled=False if args.json else None):
         prof = calibration.calibrate(args.world, args.out, seed=seed, **spec)
     if args.json:
         print(dumps(prof))
         return 0
-    for name, term in prof["server"].items():
+    for name, term in prof[args.world].items():
         spread = "".join(f"  {q} {term[q]:.4g}" for q in ("p50", "p95") if q in term)
-        print(f"{name:8} {term['mean']:.4g} {term['unit']}  95% [{term['low']:.4g}, "
-              f"{term['high']:.4g}]{spread}")
+        at = f"  ({term['tasks']} processes)" if "tasks" in term else ""
+        print(f"{name:15} {term['mean']:.4g} {term['unit']}  95% [{term['low']:.4g}, "
+              f"{term['high']:.4g}]{spread}{at}")
     fit = prof["fit"]
-    print(f"calibrated in {prof['profile']['seconds']:.1f} s ({fit['requests']} requests fitted, "
-          f"{fit['left_out']} far off the fit left out) -> {args.out}")
+    how = (f"{fit['requests']} requests fitted, {fit['left_out']} far off the fit left out"
+           if args.world == "server" else f"{fit['reps']} repetitions of each phase")
+    print(f"calibrated in {prof['profile']['seconds']:.1f} s ({how}) -> {args.out}")
     return 0
+
+
+def _calibration_keys() -> list[str]:
+    from schedlab import calibration
+
+    return list(dict.fromkeys(k for keys in calibration.WORLDS.values() for k in keys))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -578,10 +588,11 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", help="measure this machine's costs for the simulator: a "
                        "machine profile (TOML) that `--profile` then models")
-    p.add_argument("world", choices=["server"], help="the world to measure: server (the file "
-                   "server as configured by the flags below, on loopback)")
+    p.add_argument("world", choices=list(calibration.WORLDS), help="the world to measure: "
+                   "server (the file server as configured by the flags below, on loopback) or "
+                   "os (real processes on --cpus CPUs, the dispatcher with --enforce)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="profile to write")
-    add_key_flags(p, list(calibration.CONFIG_KEYS) + ["seed"])
+    add_key_flags(p, _calibration_keys() + ["seed"])
     p.add_argument("--json", action="store_true", help="print the profile as one JSON object")
     p.set_defaults(func=cmd_calibrate)
 

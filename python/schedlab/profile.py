@@ -2,6 +2,9 @@
 can read and edit, and how the simulator models it (`profile = "FILE"` in `[machine]`,
 `--profile FILE`, `simulate(profile=...)`).
 
+A profile is the server's (`schedlab calibrate server`) or real processes'
+(`schedlab calibrate os`).
+
 A server profile holds, for the server as it was calibrated (`[profile.config]`: workers,
 cost, cost_mode, packet), each measured term with its 95% interval and, where one number
 would hide the spread, its quantiles:
@@ -24,6 +27,20 @@ includes `dispatch_delay`. Work
 parameters (a quantum) become whole packets, as the server counts them, of the calibrated
 per-KiB cost. A profile measured under another emulated cost still applies: the server's own
 part (measured minus emulated) is added to the spec's cost.
+
+An os profile holds, for the CPUs it was measured on (`[profile.config]`: cpus, enforce):
+
+- `start`, `scale` (and `start_many`, `scale_many` at many processes): a CPU's wall time per
+  job of a SCHED_FIFO batch is `start + scale x size` (size: the job's ms of CPU clock);
+- `other_start`, `other_scale` (and their `_many`): the same under SCHED_OTHER (CFS/EEVDF),
+  whose batches time-share the CPUs: its switches are in the line;
+- `dispatch_start` (and `dispatch_start_many`), `dispatch_switch`: under schedlab's
+  user-space dispatcher, a job's start and a quantum's switch.
+
+The simulator's model of it (`_os_terms`): `service_scale` and `start_cost` at the run's
+number of processes (log-linear between the two populations measured) on the line of the
+run's kernel class, or the dispatcher's start and `context_switch`; a run of the kernel's
+own policy is one whose spec still has `sched` (the calibrated world keeps it).
 """
 
 from __future__ import annotations
@@ -42,8 +59,9 @@ from schedlab.files import atomic_file
 from schedlab.vocabulary import find_policy, param_units, spec_error
 
 FORMAT = 1
-# `profile = "calibrate"` in an experiment file: measure the server first (schedlab.sweep).
+# `profile = "calibrate"` in an experiment file: measure the real world first (schedlab.sweep).
 CALIBRATE = "calibrate"
+SERVER, OS = "server", "os"
 SERVER_TERMS = {
     "fixed": "ms",
     "per_kib": "ms/KiB",
@@ -51,11 +69,31 @@ SERVER_TERMS = {
     "switch": "ms",
     "delay": "ms",
 }
+OS_TERMS = {
+    "start": "ms",
+    "scale": "ms/ms",
+    "start_many": "ms",
+    "scale_many": "ms/ms",
+    "other_start": "ms",
+    "other_scale": "ms/ms",
+    "other_start_many": "ms",
+    "other_scale_many": "ms/ms",
+    "dispatch_start": "ms",
+    "dispatch_start_many": "ms",
+    "dispatch_switch": "ms",
+}
+TERMS = {SERVER: SERVER_TERMS, OS: OS_TERMS}
 # The server's keys a profile reads to model a run (the simulator has no use for them otherwise).
 SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
+# The os key that says a run is the kernel's own policy (the simulator's translation keeps it
+# for an os profile; without it a run models the user-space dispatcher).
+OS_KEYS = ("sched", "enforce")
 ALLOWED = ("a machine profile written by `schedlab calibrate` (TOML: [profile] format = 1, "
-           "world = \"server\", and [server.fixed], [server.per_kib], [server.turn], "
-           "[server.switch], [server.delay] each with a mean)")
+           "world = \"server\" or \"os\", and a table of that world's terms, each with a "
+           "mean: [server.fixed], [server.per_kib], [server.turn], [server.switch], "
+           "[server.delay]; or [os.start], [os.scale], [os.start_many], [os.scale_many], "
+           "[os.other_start], [os.other_scale], [os.other_start_many], [os.other_scale_many], "
+           "[os.dispatch_start], [os.dispatch_start_many], [os.dispatch_switch])")
 
 
 def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
@@ -71,16 +109,25 @@ def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise spec_error(key, str(path), ALLOWED + f"; [profile] format = {FORMAT} is missing")
     world = head.get("world")
-    if world != "server":
+    if world not in TERMS:
         raise spec_error(key, str(path), ALLOWED + f"; its world is {world!r}")
-    terms = data.get("server")
-    for name in SERVER_TERMS:
+    terms = data.get(world)
+    for name in TERMS[world]:
         term = terms.get(name) if isinstance(terms, dict) else None
         mean = term.get("mean") if isinstance(term, dict) else None
         if not (isinstance(mean, int | float) and not isinstance(mean, bool)
                 and math.isfinite(mean)):
-            raise spec_error(key, str(path), ALLOWED + f"; [server.{name}] has no mean")
+            raise spec_error(key, str(path), ALLOWED + f"; [{world}.{name}] has no mean")
+    if world == OS:
+        for name in ("start", "start_many", "other_start", "other_start_many",
+                     "dispatch_start", "dispatch_start_many"):
+            if not isinstance(terms[name].get("tasks"), int) or terms[name]["tasks"] < 1:
+                raise spec_error(key, str(path), ALLOWED + f"; [os.{name}] has no tasks")
     return data
+
+
+def world_of(profile: dict[str, Any]) -> str:
+    return str(profile["profile"]["world"])
 
 
 def write(path: str | os.PathLike[str], profile: dict[str, Any]) -> None:
@@ -107,13 +154,16 @@ def _plain(v: Any) -> Any:
 
 
 def mean(profile: dict[str, Any], term: str) -> float:
-    return float(profile["server"][term]["mean"])
+    return float(profile[world_of(profile)][term]["mean"])
 
 
 def model_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, Any],
                                                                         list[str]]:
     """The simulator's keys that model `profile` for a run of `spec` (its policy, params,
-    cost and packet as the server world reads them), and one note per term."""
+    cost and packet as the server world reads them; its tasks, and `sched` for the kernel's
+    own policies, as the os world runs them), and one note per term."""
+    if world_of(profile) == OS:
+        return _os_terms(profile, spec)
     calibrated = profile["profile"].get("config", {})
     # The server modelled: the spec's cost and packets, or those it was calibrated with.
     server = {k: spec.get(k, calibrated.get(k)) for k in SERVER_KEYS}
@@ -165,6 +215,67 @@ def model_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str
     return terms, notes
 
 
+def tasks_of(spec: dict[str, Any]) -> int:
+    """The processes a run has (clients, or one per job of a batch), as the simulator's spec
+    gives them (a batch is clients there)."""
+    classes = spec.get("classes") or []
+    counted = [int(c.get("clients") or c.get("batch") or 0) for c in classes]
+    if any(counted):
+        return max(sum(counted), 1)
+    return max(int(spec.get("clients") or spec.get("batch") or 1), 1)
+
+
+def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                      list[str]]:
+    """Real processes: a job of s ms of CPU costs its CPU `scale x s` and `start` beyond (the
+    kernel's FIFO line at this many processes, log-linear between the two populations
+    measured; under the kernel's time-sharing classes, their own line); under schedlab's
+    dispatcher a job's start costs `dispatch_start` (at this many processes) and a quantum's
+    switch `dispatch_switch`."""
+    n = tasks_of(spec)
+    notes: list[str] = []
+
+    def at(name: str, measured_at: str) -> float:
+        """The term at n processes: log-linear between the two populations measured (the
+        `tasks` of `measured_at` and of its `_many`)."""
+        few, many = (int(profile[OS][x]["tasks"]) for x in (measured_at, measured_at + "_many"))
+        t = (math.log(n) - math.log(few)) / (math.log(many) - math.log(few)) \
+            if few != many else 0.0
+        if not 0 <= t <= 1:
+            line = f"{n} processes: outside the {few}..{many} calibrated, extrapolated"
+            if line not in notes:
+                notes.append(line)
+        return mean(profile, name) + t * (mean(profile, name + "_many") - mean(profile, name))
+
+    sched = spec.get("sched")
+    if sched is not None:
+        # The kernel's time-sharing classes have their own line, switches included; the
+        # real-time ones (and deadline) FIFO's.
+        line = "other_" if sched in ("other", "batch", "idle") else ""
+        scale = at(line + "scale", line + "start")
+        start, switch = at(line + "start", line + "start"), 0.0
+        how = f"the kernel's SCHED_{str(sched).upper()}"
+    else:
+        # A dispatched worker's CPU clock runs with the wall clock inside its quantum: the
+        # dispatcher's costs are its starts and its switches, sizes and quanta stay.
+        scale = 1.0
+        start = at("dispatch_start", "dispatch_start")
+        switch = max(mean(profile, "dispatch_switch"), 0.0)
+        how = "schedlab's dispatcher"
+    # The simulator charges a job's first run a switch too: the measured start includes it.
+    start -= switch
+    if start < 0:
+        notes.append(f"start_cost {start:.4g} ms < 0 (within the measurement's noise) is "
+                     "taken as 0")
+        start = 0.0
+    terms: dict[str, Any] = {"service_scale": scale, "start_cost": start,
+                             "context_switch": switch}
+    notes.insert(0, f"{n} processes under {how}: a job of s ms of CPU takes {scale:.4g} x s "
+                 f"(service_scale), {start:.4g} ms more to start and end (start_cost), and "
+                 f"{switch:.4g} ms per switch (context_switch)")
+    return terms, notes
+
+
 def _packet_params(spec: dict[str, Any], calibrated_packet: float, per_packet: float,
                    packet_bytes: int, notes: list[str]) -> dict[str, Any] | None:
     """Work parameters as the server runs them: whole packets (rounded up, as a turn is),
@@ -206,10 +317,12 @@ def apply(spec: dict[str, Any], base_dir: Path | None = None,
     profile = load(path, key)
     terms, notes = model_terms(profile, spec)
     calibrated = profile["profile"].get("config", {})
-    for k in ("cost_mode", "packet", "packet_unit"):
+    checked = ("cost_mode", "packet", "packet_unit") if world_of(profile) == SERVER \
+        else ("cpus", "enforce")
+    for k in checked:
         if k in calibrated and k in spec and spec[k] != calibrated[k]:
             notes.append(f"calibrated with {k} = {calibrated[k]}, modelled for {spec[k]}")
-    for k in SERVER_KEYS:
+    for k in SERVER_KEYS + OS_KEYS:
         spec.pop(k, None)
     spec.update(terms)
     return spec, notes

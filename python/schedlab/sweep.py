@@ -221,13 +221,13 @@ def _wants(policy: bool | str, replication: int) -> bool:
 
 
 def plan(exp: ex.Experiment, runs_dir: Path,
-         profile_path: Path | None = None) -> list[dict[str, Any]]:
+         profiles: dict[str, Path] | None = None) -> list[dict[str, Any]]:
     cfg = exp.config.experiment
     tasks = []
     for r in exp.unique_runs():
         spec = r.spec
-        if profile_path is not None and spec.get("profile") == profile.CALIBRATE:
-            spec = {**spec, "profile": str(profile_path)}
+        if profiles and spec.get("profile") == profile.CALIBRATE:
+            spec = {**spec, "profile": str(profiles[_config_key(exp, spec)])}
         tasks.append({"id": r.id, "world": r.world, "module": worlds.MODULES[r.world],
                       "spec": spec, "dir": str(runs_dir),
                       "jobs": _wants(cfg.keep_jobs, r.replication),
@@ -236,33 +236,62 @@ def plan(exp: ex.Experiment, runs_dir: Path,
     return tasks
 
 
+def _calibrated_world(exp: ex.Experiment) -> str:
+    """The real world `profile = "calibrate"` measures: the experiment's os world, or else
+    the server."""
+    return profile.OS if profile.OS in exp.worlds and profile.SERVER not in exp.worlds \
+        else profile.SERVER
+
+
+def _config(exp: ex.Experiment, spec: dict[str, Any]) -> dict[str, Any]:
+    from schedlab import calibration
+
+    keys = calibration.WORLDS[_calibrated_world(exp)]
+    return {k: spec[k] for k in keys if spec.get(k) is not None}
+
+
+def _config_key(exp: ex.Experiment, spec: dict[str, Any]) -> str:
+    return json.dumps(_config(exp, spec), sort_keys=True, default=str)
+
+
+def _profile_name(world: str, config: dict[str, Any], index: int, count: int) -> str:
+    if world == profile.OS:
+        tail = f"-cpus{config['cpus']}" if "cpus" in config else ""
+        tail += f"-{config['enforce']}" if "enforce" in config else ""
+        return f"profile-os{tail}.toml"
+    return PROFILE if count == 1 else f"profile-server-{index + 1}.toml"
+
+
 PROFILE = "profile-server.toml"
 
 
-def calibrate_first(exp: ex.Experiment, out_dir: Path) -> Path | None:
-    """`profile = "calibrate"`: the server is measured once, before any run (the machine is
-    quiet then), as the first such run configures it, and the profile kept in the results
-    directory (a resumed sweep reuses it). Returns its path, or None when nothing asks."""
+def calibrate_first(exp: ex.Experiment, out_dir: Path) -> dict[str, Path]:
+    """`profile = "calibrate"`: the real world (the server, or real processes) is measured
+    before any run (the machine is quiet then), once per configuration the calibrated runs
+    have (a sweep over CPUs: one profile per CPU count), and each profile kept in the results
+    directory (a resumed sweep reuses it). Returns the profile of each configuration."""
     asking = [r for r in exp.runs if not r.skip and r.spec.get("profile") == profile.CALIBRATE]
-    if not asking:
-        return None
-    path = out_dir / PROFILE
-    if not path.exists():
-        from schedlab import calibration
+    world = _calibrated_world(exp)
+    configs: dict[str, dict[str, Any]] = {}
+    for r in asking:
+        configs.setdefault(_config_key(exp, r.spec), _config(exp, r.spec))
+    paths = {}
+    for i, (key, config) in enumerate(sorted(configs.items())):
+        name = _profile_name(world, config, i, len(configs))
+        path = paths[key] = out_dir / name
+        if not path.exists():
+            from schedlab import calibration
 
-        spec = asking[0].spec
-        config = {k: spec[k] for k in calibration.CONFIG_KEYS if k in spec}
-        # --quick (CI, demos): phases of a second instead of 2.5 s.
-        calibration.calibrate("server", path, seed=exp.config.experiment.seed,
-                              phase_ms=1_000.0 if exp.quick else calibration.PHASE_MS, **config)
-    prof = profile.load(path, "machine.profile")
-    terms = ", ".join(f"{k} {v['mean']:.4g} {v['unit']}" for k, v in prof["server"].items())
-    line = (f"machine.profile = calibrate: {PROFILE}, measured in "
-            f"{prof['profile'].get('seconds', float('nan')):.1f} s: {terms}")
-    notes = exp.notes.setdefault("calibrated", [])
-    if line not in notes:
-        notes.insert(0, line)
-    return path
+            calibration.calibrate(world, path, seed=exp.config.experiment.seed,
+                                  quick=exp.quick, **config)
+        prof = profile.load(path, "machine.profile")
+        terms = ", ".join(f"{k} {v['mean']:.4g} {v['unit']}" for k, v in prof[world].items())
+        line = (f"machine.profile = calibrate: {name}, measured in "
+                f"{prof['profile'].get('seconds', float('nan')):.1f} s: {terms}")
+        notes = exp.notes.setdefault("calibrated", [])
+        if line not in notes:
+            notes.insert(i, line)
+    return paths
 
 
 WARMUPS = "warmups.json"
@@ -420,9 +449,9 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
         for tmp in runs_dir.glob(".*.tmp"):  # halves of files whose writer was killed
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        profile_path = calibrate_first(exp, out_dir)
+        profiles = calibrate_first(exp, out_dir)
         common_warmups(exp, out_dir, workers or os.cpu_count() or 1, lock_fd)
-        tasks = plan(exp, runs_dir, profile_path)
+        tasks = plan(exp, runs_dir, profiles)
         status = {t["id"]: _status(runs_dir, t) for t in tasks}
         state = _State(out_dir, exp, status)
         state.write("running")

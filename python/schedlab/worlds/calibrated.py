@@ -4,9 +4,12 @@ of what `schedlab calibrate` measured on a real system. Beside the simulator's i
 (`world = ["sim", "calibrated", "server"]`).
 
 It reads every key as the simulator does, except `profile`, which it needs: a file written by
-`schedlab calibrate`, or `"calibrate"` to measure the server first (the runner calibrates the
-server as this file configures it, once, writes `profile-server.toml` in the results
+`schedlab calibrate`, or `"calibrate"` to measure the experiment's real world first (the
+runner calibrates the server, or real processes, as this file configures them, once per
+configuration, writes `profile-server.toml` or `profile-os-cpus2.toml` in the results
 directory and models that). The simulator world leaves the profile out (its ideal model).
+With a profile it keeps what the profile reads at the run: the server's cost and packets, and
+for real processes `enforce` and, for the kernel's own policies, `sched`.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ def _profile(t: Translation, key: str) -> None:
     (a profile still to be measured has no file yet). A file is read now, for its notes."""
     value = t.spec[key]
     if value == CALIBRATE:
-        t.note(key, value, "the server as configured here is calibrated before the runs "
-               "(profile-server.toml in the results directory)")
+        t.note(key, value, "the real world as configured here is calibrated before the runs "
+               "(profile-server.toml or profile-os-cpusN.toml in the results directory)")
         return
     path = Path(value)
     if t.base_dir is not None and not path.is_absolute():
@@ -50,9 +53,18 @@ def _pending(t: Translation, key: str) -> None:
         t.drop(key, getattr(simulator.KEYS[key], "note", None))
 
 
-# The server keys a profile still to be measured needs (they leave the spec when it is applied).
-PENDING_KEYS = frozenset(profile.SERVER_KEYS)
-KEYS = {**simulator.KEYS, "profile": maps(_profile),
+def _policy(t: Translation, key: str) -> None:
+    """As the simulator models it; a kernel policy keeps its `sched` for an os profile."""
+    kernel = t.policy_is_kernel() and "profile" in t.spec
+    sched = t.spec.get("sched", "other")
+    simulator.KEYS[key].how(t, key)
+    if kernel and t.skip is None:
+        t.spec["sched"] = sched
+
+
+# The keys a profile reads at the run (they leave the spec when it is applied).
+PENDING_KEYS = frozenset(profile.SERVER_KEYS + profile.OS_KEYS)
+KEYS = {**simulator.KEYS, "policy": maps(_policy), "profile": maps(_profile),
         **{k: maps(_pending) for k in PENDING_KEYS}}
 CLASS_KEYS = simulator.CLASS_KEYS
 NATIVE_KEYS = simulator.NATIVE_KEYS
