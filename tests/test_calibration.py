@@ -532,3 +532,35 @@ def test_an_os_profile_predicts_batches_of_real_processes(tmp_path):
         assert cal_mean == pytest.approx(real_mean, rel=2 * rel if name == "cfs" else rel), got
     # Without the profile, a batch of tiny processes is 20 times faster than the real one.
     assert got["dispatched"]["sim"][1] < 0.2 * got["dispatched"]["os"][1], got
+
+
+def test_a_final_io_ends_the_job_after_its_last_burst():
+    # One job of 2 ms in 2 bursts, I/O of 5 after each, FCFS on one CPU: runs [0, 1] and
+    # [6, 7], then its final I/O [7, 12] and a run of no time: it ends at 12 (7 without).
+    common = {"jobs": 1, "clients": 1, "think": "det:0", "size": "det:2", "bursts": 2,
+              "io": "det:5", "cpus": 1, "keep_schedule": True}
+    r = schedlab.simulate("fcfs", final_io=True, **common)
+    assert r.schedule[["start", "end"]].to_numpy().ravel().tolist() == [0, 1, 6, 7]
+    assert r.jobs["completion"].tolist() == [12.0]
+    assert schedlab.simulate("fcfs", **common).jobs["completion"].tolist() == [7.0]
+    # Fluid too: two such jobs of 2 ms in one burst under PS share the CPU until 4, then
+    # wait 5 each.
+    r = schedlab.simulate("ps", jobs=2, clients=2, think="det:0", size="det:2", io="det:5",
+                          final_io=True, cpus=1)
+    assert r.jobs["completion"].tolist() == [9.0, 9.0]
+    with pytest.raises(schedlab.SpecError, match="^io = \\(missing\\).*final_io"):
+        schedlab.simulate("fcfs", jobs=1, final_io=True)
+
+
+def test_the_os_worlds_io_after_each_burst_is_final_io_in_the_simulator():
+    run = {"policy": "rr", "clients": 2, "jobs": 2, "size": "det:1", "bursts": 1,
+           "io": "sleep:det:10"}
+    t = worlds.translate("sim", run)
+    assert t.spec["final_io"] is True and t.spec["bursts"] == 1 and t.spec["io"] == "det:10"
+    assert any("final_io = true" in n for n in t.notes)
+    # Written the simulator's way with final_io, real processes do an I/O after each burst.
+    t = worlds.translate("os", {**run, "io": "det:10", "bursts": 2, "final_io": True})
+    assert t.spec["bursts"] == 2 and t.spec["io"] == "sleep:det:10"
+    assert "final_io" not in t.spec
+    t = worlds.translate("os", {**run, "io": "det:10", "bursts": 2})
+    assert t.spec["bursts"] == 1

@@ -29,6 +29,7 @@ pub struct ClassSpec {
     pub think: Option<String>,
     pub bursts: Option<u32>,
     pub io: Option<String>,
+    pub final_io: Option<bool>,
     pub io_kind: Option<String>,
     pub affinity: Option<Vec<u32>>,
 }
@@ -49,6 +50,7 @@ pub struct SimSpec {
     pub classes: Option<Vec<ClassSpec>>,
     pub bursts: Option<u32>,
     pub io: Option<String>,
+    pub final_io: Option<bool>,
     pub io_device: Option<String>,
     pub allow_unstable: Option<bool>,
     pub cpus: Option<u32>,
@@ -154,6 +156,9 @@ pub struct Class {
     pub think: Dist,
     pub bursts: u32,
     pub io: Option<Dist>,
+    /// An I/O after the last burst too; the job ends with a run of no time after it (a
+    /// process that sleeps or writes after each burst, then exits: the os world's form).
+    pub final_io: bool,
     /// Windows boost levels on wake-up from this class's I/O.
     pub io_boost: f64,
     /// CPUs allowed (empty: all).
@@ -790,6 +795,14 @@ impl SimSpec {
                     "an I/O wait distribution, since jobs have more than one burst",
                 ));
             }
+            let final_io = c.final_io.or(self.final_io).unwrap_or(false);
+            if final_io && io.is_none() {
+                return Err(err(
+                    "io",
+                    "(missing)",
+                    "an I/O wait distribution, since final_io ends each job with an I/O",
+                ));
+            }
             let io_boost = match &c.io_kind {
                 None => IO_KINDS[0].1,
                 Some(kind) => IO_KINDS
@@ -824,6 +837,7 @@ impl SimSpec {
                 think,
                 bursts,
                 io,
+                final_io,
                 io_boost,
                 affinity,
             });

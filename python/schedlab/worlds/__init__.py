@@ -175,30 +175,42 @@ def io_bursts(t: Translation, to: str) -> None:
     """Keeps the number of I/Os per job and the CPU per job the same across worlds.
 
     The os world does an I/O after each of its b bursts (b per job); the simulator waits
-    between bursts (b - 1 per job). So io written the os way runs in the simulator with one
-    burst more (the job ends with CPU instead of I/O), and io written the simulator's way runs
-    on real processes with one burst fewer (none: no I/O). Global keys, then each class that
-    sets io or bursts of its own. Runs once per translation, whichever io key asks first."""
+    between bursts (b - 1 per job), and after the last one too with `final_io` (the job then
+    ends with a run of no time, as a process exits). So io written the os way runs in the
+    simulator with `final_io` (or, with `final_io = false`, one burst more: the job ends with
+    CPU), and io written the simulator's way runs on real processes with one burst fewer
+    (none: no I/O) unless `final_io` says it ends with an I/O. Global keys, then each class
+    that sets io, bursts or final_io of its own. Runs once per translation, whichever io key
+    asks first."""
     if "io-bursts" in t.done:
         return
     t.done.add("io-bursts")
     s = t.spec
-    g_io, g_b = s.get("io"), s.get("bursts", 1)
-    units: list[tuple[dict[str, Any], Any, Any, str]] = []
+    g_io, g_b, g_final = s.get("io"), s.get("bursts", 1), s.get("final_io")
+    units: list[tuple[dict[str, Any], Any, Any, Any, str]] = []
     if g_io is not None:
-        units.append((s, g_io, g_b, "io"))
+        units.append((s, g_io, g_b, g_final, "io"))
     for i, c in enumerate(s.get("classes") or []):
-        if "io" in c or "bursts" in c:
-            units.append((c, c.get("io", g_io), c.get("bursts", g_b), t.class_path(i, "io")))
-    for table, io, b, path in units:
+        if "io" in c or "bursts" in c or "final_io" in c:
+            units.append((c, c.get("io", g_io), c.get("bursts", g_b),
+                          c.get("final_io", g_final), t.class_path(i, "io")))
+    for table, io, b, final, path in units:
         if io is None or not isinstance(b, int) or isinstance(b, bool):
             continue
         where = t.where.get(path, path)
-        if to == "sim" and os_form(io):
+        if to == "sim" and os_form(io) and final is not False:
+            table["final_io"] = True
+            line = (f"{where} = {io}: an I/O after each of {b} bursts: final_io = true (the "
+                    "job ends when its last I/O does, with a run of no time, as a process "
+                    "exits)")
+        elif to == "sim" and os_form(io):
             table["bursts"] = b + 1
-            line = (f"{where} = {io}: an I/O after each of {b} bursts becomes "
-                    f"{b + 1} bursts with an I/O between two (same CPU and number of I/Os per "
-                    "job; the job ends with CPU)")
+            line = (f"{where} = {io}: final_io = false: an I/O after each of {b} bursts "
+                    f"becomes {b + 1} bursts with an I/O between two (same CPU and number of "
+                    "I/Os per job; the job ends with CPU)")
+        elif to == "os" and final and not os_form(io):
+            line = (f"{where} = {io}: final_io = true: an I/O after each of {b} bursts, the "
+                    "os world's own form")
         elif to == "os" and not os_form(io):
             if b <= 1:
                 table.pop("io", None)

@@ -57,6 +57,16 @@ def _class_io(t: Translation, i: int, key: str) -> None:
         c[key] = f"sleep:det:{v}" if isinstance(v, int | float) else f"sleep:{v}"
 
 
+def _final_io(t: Translation, key: str) -> None:
+    io_bursts(t, "os")  # an I/O after each burst is the os world's own form
+    t.spec.pop(key)
+
+
+def _class_final_io(t: Translation, i: int, key: str) -> None:
+    io_bursts(t, "os")
+    t.spec["classes"][i].pop(key)
+
+
 def _io_device(t: Translation, key: str) -> None:
     v = t.drop(key)
     if v != "delay":
@@ -113,6 +123,7 @@ KEYS = {
     "arrival": refuses(OPEN_ARRIVALS), "load": refuses(OPEN_ARRIVALS), "size": NATIVE,
     "jobs": NATIVE, "time": NATIVE, "clients": NATIVE, "think": NATIVE, "batch": NATIVE,
     "trace": refuses(OPEN_ARRIVALS), "classes": NATIVE, "bursts": NATIVE, "io": maps(_io),
+    "final_io": maps(_final_io),
     "io_device": maps(_io_device), "allow_unstable": drops(),
     "bytes": refuses(SERVER_FILES),
     "files": drops(), "catalogue": refuses(SERVER_FILES), "zipf": drops(),
@@ -152,7 +163,8 @@ CLASS_KEYS = {
     "bytes": refuses("file sizes belong to the server world"),
     "priority": NATIVE, "tickets": NATIVE, "weight": NATIVE, "nice": NATIVE,
     "deadline": NATIVE, "clients": NATIVE, "batch": NATIVE, "think": NATIVE, "bursts": NATIVE,
-    "io": maps(_class_io), "io_kind": drops(), "affinity": NATIVE, "start_pinned": NATIVE,
+    "io": maps(_class_io), "final_io": maps(_class_final_io), "io_kind": drops(),
+    "affinity": NATIVE, "start_pinned": NATIVE,
     "release_after": NATIVE, "prefix": drops(), "sched": NATIVE, "rtprio": NATIVE,
     "runtime": NATIVE, "period": NATIVE, "rttime": NATIVE,
 }

@@ -181,7 +181,7 @@ KEYS = {
     "clients": NATIVE, "think": NATIVE,
     "batch": maps(_batch, "a batch of one-shot processes is as many clients that each run "
                   "one job"),
-    "trace": NATIVE, "classes": NATIVE, "bursts": NATIVE, "io": maps(_io),
+    "trace": NATIVE, "classes": NATIVE, "bursts": NATIVE, "io": maps(_io), "final_io": NATIVE,
     "io_device": NATIVE, "allow_unstable": NATIVE,
     "bytes": refuses("the simulator has no model of file sizes in bytes: give size in ms "
                      "(the server's cost turns it into bytes)"),
@@ -225,7 +225,8 @@ CLASS_KEYS = {
     "priority": NATIVE, "tickets": NATIVE, "weight": NATIVE, "nice": NATIVE,
     "deadline": NATIVE, "clients": NATIVE,
     "batch": maps(_class_batch, "one-shot processes are clients that each run one job"),
-    "think": NATIVE, "bursts": NATIVE, "io": maps(_class_io), "io_kind": NATIVE,
+    "think": NATIVE, "bursts": NATIVE, "io": maps(_class_io), "final_io": NATIVE,
+    "io_kind": NATIVE,
     "affinity": maps(_class_affinity),
     "start_pinned": refuses("the simulator pins every task or none (use "
                             "machine.start_pinned)"),

@@ -42,10 +42,17 @@ impl Engine<'_> {
                 None => self.device_busy = false,
             }
         }
+        let class = self.jobs[id.index()].view.class as usize;
+        let final_io = self.cfg.classes[class].final_io;
         let j = &mut self.jobs[id.index()];
         j.io_time += now - j.io_since;
         j.bursts_left -= 1;
-        j.burst_left = j.burst_size;
+        // After a final I/O the job only runs to end (a process's exit).
+        j.burst_left = if final_io && j.bursts_left == 0 {
+            0.0
+        } else {
+            j.burst_size
+        };
         j.wakes = true;
         j.woke_from_io = true;
         self.ready.push(id);

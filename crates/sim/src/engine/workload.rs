@@ -247,6 +247,8 @@ impl Engine<'_> {
         let wakes = t.submitted > 0;
         t.submitted += 1;
         let bursts = c.bursts;
+        // With a final I/O, one more run of no time after it ends the job.
+        let extra = u32::from(c.final_io);
         let old = &self.jobs[id.index()];
         let (cpu, last_ran) = if reuse.is_some() {
             (old.cpu, old.last_ran)
@@ -269,7 +271,7 @@ impl Engine<'_> {
             ready_since: now,
             burst_size: size / bursts as f64,
             burst_left: size / bursts as f64,
-            bursts_left: bursts - 1,
+            bursts_left: bursts - 1 + extra,
             io_time: 0.0,
             io_since: 0.0,
             waited: 0.0,
