@@ -258,8 +258,9 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
                 scales.append(scale)
                 starts.append(w[0] - scale * SIZES[0])
             suffix = "" if per_cpu == FEW else "_many"
-            terms[f"{prefix}start{suffix}"] = _over_reps(starts, "ms", tasks=n)
-            terms[f"{prefix}scale{suffix}"] = _over_reps(scales, "ms/ms", tasks=n)
+            for name, values in (("start", starts), ("scale", scales)):
+                term = f"{prefix}{name}{suffix}"
+                terms[term] = _over_reps(values, units[term], tasks=n)
     # The user-space dispatcher: tiny jobs (a job's start through it), then CPU-bound jobs in
     # 1 ms quanta (a quantum's switch).
     dispatched = {"policy": "rr", "enforce": config["enforce"]}

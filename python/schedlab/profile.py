@@ -85,8 +85,9 @@ OS_TERMS = {
 TERMS = {SERVER: SERVER_TERMS, OS: OS_TERMS}
 # The server's keys a profile reads to model a run (the simulator has no use for them otherwise).
 SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
-# The os key that says a run is the kernel's own policy (the simulator's translation keeps it
-# for an os profile; without it a run models the user-space dispatcher).
+# The os keys an os profile reads at the run (the calibrated world keeps them): `sched` says a
+# run is the kernel's own policy (without it a run models the user-space dispatcher),
+# `enforce` is checked against the calibrated configuration.
 OS_KEYS = ("sched", "enforce")
 ALLOWED = ("a machine profile written by `schedlab calibrate` (TOML: [profile] format = 1, "
            "world = \"server\" or \"os\", and a table of that world's terms, each with a "
