@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import numpy as np
+import pandas as pd
 import pytest
 import schedlab
 from conftest import ROOT, SCHEDLAB, cli_env, real_param
