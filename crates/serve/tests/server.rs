@@ -490,15 +490,21 @@ fn the_drain_timeout_bounds_a_stop_held_up_by_a_client_that_does_not_read() {
     // Issue 15: with a client that stopped reading, the server was alive 40 s after SIGTERM
     // with a drain timeout of 2 s: its worker waited on the socket up to the send timeout.
     let dir = catalogue();
+    // 48 MiB, sparse: more than both socket buffers hold on loopback (here the receive buffer
+    // grows to 32 MiB, net.ipv4.tcp_rmem, the send buffer to 4 MiB). With the 4 MB file the
+    // whole response sometimes fit, the request drained and the test failed (1 run in many).
+    std::fs::File::create(dir.path().join("huge.bin"))
+        .unwrap()
+        .set_len(48 << 20)
+        .unwrap();
     let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     sp.send_timeout = Some(60_000.0);
     sp.drain_timeout = Some(300.0);
     let r = start(sp);
     let mut stuck = TcpStream::connect(r.addr).unwrap();
-    // A small receive buffer: the 4 MB file fills it and the socket's send buffer at once.
     stuck
-        .write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
     std::thread::sleep(Duration::from_millis(300)); // the worker is now blocked sending
     let t0 = Instant::now();
