@@ -22,6 +22,17 @@ fn catalogue() -> tempfile::TempDir {
     dir
 }
 
+/// `huge.bin`, 48 MiB, sparse: more than both socket buffers hold on loopback (here a
+/// receive buffer grows to 32 MiB, net.ipv4.tcp_rmem, a send buffer to 4 MiB), for a client
+/// that must stall its worker. With the 4 MB `big.bin` the whole response sometimes fit in
+/// the buffers, the request completed and the tests that wait for a stall failed.
+fn huge_file(root: &Path) {
+    std::fs::File::create(root.join("huge.bin"))
+        .unwrap()
+        .set_len(48 << 20)
+        .unwrap();
+}
+
 /// A client connection that keeps what it read past one response (pipelining).
 struct Client {
     s: TcpStream,
@@ -490,13 +501,7 @@ fn the_drain_timeout_bounds_a_stop_held_up_by_a_client_that_does_not_read() {
     // Issue 15: with a client that stopped reading, the server was alive 40 s after SIGTERM
     // with a drain timeout of 2 s: its worker waited on the socket up to the send timeout.
     let dir = catalogue();
-    // 48 MiB, sparse: more than both socket buffers hold on loopback (here the receive buffer
-    // grows to 32 MiB, net.ipv4.tcp_rmem, the send buffer to 4 MiB). With the 4 MB file the
-    // whole response sometimes fit, the request drained and the test failed (1 run in many).
-    std::fs::File::create(dir.path().join("huge.bin"))
-        .unwrap()
-        .set_len(48 << 20)
-        .unwrap();
+    huge_file(dir.path());
     let mut sp = local_spec(dir.path());
     sp.workers = Some(1);
     sp.send_timeout = Some(60_000.0);
@@ -522,6 +527,7 @@ fn a_slow_but_steady_reader_is_served_and_a_stalled_one_is_cut_at_the_send_timeo
     // of the socket's queue is free: a client reading steadily at 64 KiB/s was cut off at 3 s.
     // It now counts time without progress (the unsent queue not shrinking).
     let dir = catalogue();
+    huge_file(dir.path());
     let mut sp = local_spec(dir.path());
     sp.workers = Some(2);
     sp.send_timeout = Some(400.0);
@@ -548,7 +554,7 @@ fn a_slow_but_steady_reader_is_served_and_a_stalled_one_is_cut_at_the_send_timeo
     // A client that reads nothing is cut after the send timeout of no progress.
     let mut stalled = TcpStream::connect(addr).unwrap();
     stalled
-        .write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
     let (total, open) = steady.join().unwrap();
     assert!(open, "the steady reader was cut off after {total} bytes");
