@@ -286,6 +286,11 @@ def test_an_os_profile_becomes_the_simulators_terms_by_hand(tmp_path):
     assert s.loc["sim", "response_max"] == pytest.approx(320.0)
     assert any("64 processes under the kernel's SCHED_FIFO" in n
                for n in res.manifest["notes"]["calibrated"])
+    # A kernel policy given per class is kept for the profile as the simulator reads it.
+    t = worlds.translate("calibrated", {"policy": "kernel", "profile": str(path), "cpus": 2,
+                                        "size": "det:10", "classes": [
+                                            {"name": "a", "sched": "fifo", "batch": 4}]})
+    assert t.spec["sched"] == "fifo" and t.skip is None
 
 
 # --- On the real server ------------------------------------------------------------------

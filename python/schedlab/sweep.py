@@ -285,9 +285,11 @@ def calibrate_first(exp: ex.Experiment, out_dir: Path) -> dict[str, Path]:
             calibration.calibrate(world, path, seed=exp.config.experiment.seed,
                                   quick=exp.quick, **config)
         prof = profile.load(path, "machine.profile")
-        terms = ", ".join(f"{k} {v['mean']:.4g} {v['unit']}" for k, v in prof[world].items())
+        terms = ", ".join(f"{k} {v['mean']:.4g} {v['unit']}" + (
+            f" [{v['low']:.4g}, {v['high']:.4g}]" if "low" in v and "high" in v else "")
+            for k, v in prof[world].items())
         line = (f"machine.profile = calibrate: {name}, measured in "
-                f"{prof['profile'].get('seconds', float('nan')):.1f} s: {terms}")
+                f"{prof['profile'].get('seconds', float('nan')):.1f} s (95% intervals): {terms}")
         notes = exp.notes.setdefault("calibrated", [])
         if line not in notes:
             notes.insert(i, line)

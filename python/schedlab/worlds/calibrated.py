@@ -56,10 +56,10 @@ def _pending(t: Translation, key: str) -> None:
 def _policy(t: Translation, key: str) -> None:
     """As the simulator models it; a kernel policy keeps its `sched` for an os profile."""
     kernel = t.policy_is_kernel() and "profile" in t.spec
-    sched = t.spec.get("sched", "other")
+    scheds = simulator.kernel_scheds(t.spec)
     simulator.KEYS[key].how(t, key)
     if kernel and t.skip is None:
-        t.spec["sched"] = sched
+        (t.spec["sched"],) = scheds  # the simulator refuses a run of several
 
 
 # The keys a profile reads at the run (they leave the spec when it is applied).

@@ -35,14 +35,19 @@ MODEL_OF_KERNEL = {
 KERNEL_ATTRIBUTES = ("sched", "rtprio", "runtime", "period")
 
 
+def kernel_scheds(spec: dict[str, Any]) -> set[str]:
+    """The kernel policies a run's tasks have (its `sched`, or each class's own)."""
+    sched = spec.get("sched", "other")
+    return {c.get("sched", sched) for c in spec.get("classes") or []} or {sched}
+
+
 def _policy(t: Translation, key: str) -> None:
     """A kernel policy (`policy = "kernel"`) becomes the textbook policy that models it."""
     if not t.policy_is_kernel():
         return
     s = t.spec
-    classes = s.get("classes") or []
-    sched = s.pop("sched", "other")
-    kinds = {c.get("sched", sched) for c in classes} or {sched}
+    kinds = kernel_scheds(s)
+    s.pop("sched", None)
     where = t.path("policy")
     if len(kinds) > 1:
         t.refuse(t.path("classes"), sorted(kinds), "different kernel policies in one run have "
