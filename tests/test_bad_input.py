@@ -161,3 +161,17 @@ def test_version():
                          env=cli_env())
     assert out.returncode == 0
     assert out.stdout.strip() == f"schedlab {version('schedlab')}"
+
+
+def test_a_spec_error_raised_in_a_worker_process_reaches_the_parent_whole():
+    # Sweeps run in process pools: the error crosses by pickle, with its key, value and
+    # what is allowed (it used to become a PicklingError naming the module `_core`).
+    from concurrent.futures import ProcessPoolExecutor
+
+    import schedlab
+
+    with ProcessPoolExecutor(1) as pool, pytest.raises(schedlab.SpecError) as e:
+        pool.submit(schedlab.simulate, "fcfs", load=2.5, jobs=10).result()
+    assert str(e.value).startswith("load = 2.5 (load 2.5000): expected a load < 1")
+    assert (e.value.key, e.value.allowed) == ("load", "a load < 1 for an open system; set "
+                                              "allow_unstable to run it anyway")

@@ -1,8 +1,6 @@
 //! Python bindings, thin by design: convert, call the Rust crates without the GIL, convert
 //! back. One file per world; each registers its functions on the `_core` module.
 
-use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::de::DeserializeOwned;
@@ -14,7 +12,12 @@ mod model;
 mod serve;
 mod sim;
 
-create_exception!(_core, SpecErrorPy, PyValueError);
+/// Named as Python finds it (`schedlab._core.SpecError`), so that an error raised in a worker
+/// process pickles back to its parent.
+mod errors {
+    pyo3::create_exception!(schedlab._core, SpecError, pyo3::exceptions::PyValueError);
+}
+use errors::SpecError as SpecErrorPy;
 
 /// A SpecError for Python: a ValueError with .key, .value and .allowed.
 pub(crate) fn spec_error(e: SpecError) -> PyErr {
