@@ -317,6 +317,18 @@ BAD = [
      '[[policy]]\nname = "fcfs"\n', "workload.classes[0].size = exp:-2"),
     ('[[policy]]\nname = "fcfs"\n[mystery]\n', "mystery = {}: expected a section"),
     ('[workload\n', "valid TOML"),
+    # A replay needs the world it replays, one that keeps its requests, and no classes.
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[worlds.sim]\n'
+     'replay = "server"\n', "worlds.sim.replay = server: expected a file whose worlds include "
+     "server"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[worlds.sim]\n'
+     'replay = "os"\n', "worlds.sim.replay = os"),
+    ('[experiment]\nworld = ["server"]\n[workload]\njobs = 10\nload = 0.5\n[[policy]]\n'
+     'name = "fcfs"\n[worlds.server]\nreplay = "server"\n', "worlds.server.replay"),
+    ('[experiment]\nworld = ["sim", "server"]\n[workload]\njobs = 10\n'
+     'size = "exp:1"\nclasses = [{name = "a", clients = 2}]\n[machine]\n'
+     'cost = "0.1ms+0.01ms/KiB"\n[[policy]]\nname = "fcfs"\n[worlds.sim]\nreplay = "server"\n',
+     "worlds.sim.replay = server: expected a file without workload.classes"),
     ('[workload]\njobs = 10\nload = 0.5\n', "policy = (missing)"),
 ]
 
@@ -333,6 +345,32 @@ def test_bad_file_one_line_exit_2_nothing_written(tmp_path, text, needle):
     assert needle in lines[0], lines[0]
     assert r.stdout == ""
     assert not out.exists()
+
+
+def test_a_replay_pairs_each_model_run_with_the_server_run_it_replays(monkeypatch):
+    monkeypatch.chdir(ROOT / "experiments" / "fileserver")  # the file's relative paths
+    raw = ex.read_toml("quantum.toml")
+    raw["worlds"]["calibrated"] = {"replay": "server"}
+    exp = ex.load(raw)
+    server = {(r.point, r.label, r.replication): r for r in exp.runs if r.world == "server"}
+    replays = [r for r in exp.runs if r.world == "calibrated"]
+    # The server's 3 replications, not the file's 10: one replay per server run.
+    assert exp.replications_of("calibrated") == 3 and exp.replications_of("sim") == 10
+    assert len(replays) == len(server) == 6 * 3 * 3
+    for r in replays:
+        of = server[(r.point, r.label, r.replication)]
+        assert r.replay_of == of.id and r.seed == of.seed
+        # The workload is the trace: no key that draws one or ends a run is its own.
+        assert not {"clients", "think", "size", "jobs", "time", "warmup"} & set(r.spec)
+        assert r.spec["profile"] == "calibrate" and r.spec["cpus"] == 2
+    # A replay's id names the run it replays; FCFS, swept with nothing, is one run per
+    # replication in both worlds.
+    assert len({r.id for r in replays}) == len({r.id for r in server.values()}) == 6 * 3 + 2 * 3
+    tasks = sweep.plan(exp, Path("/runs"))
+    by_id = {t["id"]: t for t in tasks}
+    for r in replays:
+        assert by_id[r.id]["spec"]["trace"] == f"/runs/{r.replay_of}.trace.csv"
+        assert by_id[r.replay_of]["replayed"] and not by_id[r.id]["replayed"]
 
 
 def test_missing_file_and_missing_world_module(tmp_path, monkeypatch):

@@ -301,25 +301,6 @@ def _machine(world: str, seconds: float) -> dict[str, Any]:
             "seconds": round(seconds, 2)}
 
 
-def closed_trace(jobs: Any, size_ms: Any) -> Any:
-    """A real closed-loop run's requests (a server result's `jobs`, warm-up included) as a
-    closed trace for the simulator (columns task, think, size): each client's requests in
-    the order it sent them, the think before each (its send minus the arrival of its previous
-    response; from the run's start for its first) and its size in ms of service
-    (`size_ms(bytes)`, the cost model). Simulated with the run's policy and machine, it is the
-    same workload request for request: the comparison is paired."""
-    import pandas as pd
-
-    j = jobs[jobs["client"] >= 0].sort_values(["client", "arrival"], kind="stable")
-    previous = j.groupby("client")["completion"].shift(1).fillna(0.0)
-    clients = {c: i for i, c in enumerate(sorted(j["client"].unique()))}
-    return pd.DataFrame({
-        "task": j["client"].map(clients).to_numpy(),
-        "think": (j["arrival"] - previous).clip(lower=0.0).to_numpy(),
-        "size": size_ms(j["size"].to_numpy(dtype=float)),
-    })
-
-
 def _cpu_model() -> str:
     try:
         for line in open("/proc/cpuinfo"):

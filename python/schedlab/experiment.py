@@ -55,6 +55,14 @@ RUN_LENGTH = {
     "warmup": "jobs discarded at the start in this world",
     "warmup_time": "jobs arriving before this time (ms) are discarded in this world",
 }
+REPLAY_HELP = (
+    "\"server\": each run of this world is the simulator on the requests of the server "
+    "world's run with the same point, policy and replication (every client's thinks and "
+    "file sizes, request for request, its warm-up left out the same; an open-loop run's "
+    "arrivals and sizes), so its gap to the server is the model's, not the noise of two "
+    "samples; this world then has the server's replications and no run length of its own")
+# Keys of a world's table that tell the runner how to run the world, not the world itself.
+RUNNER_KEYS = ("replications", "replay")
 # Spec keys that decide what is stored, not what is simulated: left out of a run's identity.
 OUTPUT_SECTION = "output"
 QUICK_JOBS = 5_000
@@ -161,6 +169,8 @@ def _models() -> dict[str, type[BaseModel]]:
                                                description=RUN_LENGTH["replications"]))}
         fields.update({k: (Any, Field(None, description=h)) for k, h in RUN_LENGTH.items()
                        if k != "replications"})
+        if world in worlds.SIMULATED:
+            fields["replay"] = (Literal["server"] | None, Field(None, description=REPLAY_HELP))
         native = worlds.key_worlds()
         for k, key in KEYS.items():
             if key.section in ("experiment", OUTPUT_SECTION) and world in native[k] \
@@ -386,6 +396,7 @@ class Run:
     replication: int
     seed: int
     skip: str | None = None  # why this world has no model of the run (it is not run)
+    replay_of: str | None = None  # the id of the server run whose requests this run replays
 
 
 @dataclass
@@ -415,7 +426,14 @@ class Experiment:
         """The most replications of any world (see replications_of)."""
         return max(self.replications_of(w) for w in self.worlds)
 
+    def replays(self, world: str) -> str | None:
+        """The real world whose runs this world's runs replay ([worlds.W] replay), or None."""
+        table = getattr(self.config.worlds, world, None)
+        return getattr(table, "replay", None)
+
     def replications_of(self, world: str) -> int:
+        if (real := self.replays(world)) is not None:
+            return self.replications_of(real)
         table = getattr(self.config.worlds, world, None)
         if table is not None and table.replications is not None:
             return int(table.replications)
@@ -801,7 +819,7 @@ def _expand(exp: Experiment) -> None:
                 table = getattr(config.worlds, world, None)
                 if table is not None:
                     for k, v in table.model_dump(exclude_none=True).items():
-                        if k != "replications":
+                        if k not in RUNNER_KEYS:
                             spec_w[k] = v
                             where_w[k] = f"worlds.{world}.{k}"
                 if worlds.stand_in(world):
@@ -838,10 +856,44 @@ def _expand(exp: Experiment) -> None:
             path, value, reason = skips[world][0]
             raise spec_error(path, value, f"a key the {world} world can run ({reason}); "
                              f"no run of the {world} world would be left")
+    _pair_replays(exp, runs)
     order = {w: i for i, w in enumerate(exp.worlds)}
     runs.sort(key=lambda r: (order[r.world], r.point, r.policy_index, r.replication))
     exp.runs = runs
     exp.notes = {w: n for w, n in notes.items() if n}
+
+
+# A replay's workload is the trace: the keys that draw one, or end a run, are not its own.
+_NOT_REPLAYED = {"precision", "max_jobs", "max_time", "warmup"}
+
+
+def _pair_replays(exp: Experiment, runs: list[Run]) -> None:
+    """[worlds.W] replay = "server": each run of W becomes the simulator on the requests of
+    the server run of its point, policy and replication. Its spec is W's reading of the file
+    without the workload (the trace, its path and its warm-up come from the server run when
+    it has run: `schedlab.sweep`), and its id names the server run it replays."""
+    for world in exp.worlds:
+        real = exp.replays(world)
+        if real is None:
+            continue
+        where = f"worlds.{world}.replay"
+        if real not in exp.worlds:
+            raise spec_error(where, real, f"a file whose worlds include {real} "
+                             f"(experiment.world = [..., \"{real}\"]): there is nothing to replay")
+        source = {(r.point, r.label, r.replication): r for r in runs if r.world == real}
+        for r in runs:
+            if r.world != world:
+                continue
+            if r.spec.get("classes"):
+                raise spec_error(where, real, "a file without workload.classes: a replayed "
+                                 "trace carries no classes")
+            of = source[(r.point, r.label, r.replication)]
+            r.replay_of = of.id
+            r.skip = r.skip or (f"{real}: {of.skip}" if of.skip else None)
+            r.spec = {k: v for k, v in r.spec.items()
+                      if k not in _NOT_REPLAYED and not (k in KEYS and
+                                                         KEYS[k].section == "workload")}
+            r.id = run_id(world, {**r.spec, "replay_of": of.id})
 
 
 def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> None:

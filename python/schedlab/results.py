@@ -244,6 +244,9 @@ class Result:
     load_series: pd.DataFrame = field(default_factory=pd.DataFrame)
     spec: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=environment)
+    # A real run's requests as a simulator trace (`schedlab.server.replay_trace`), with the
+    # requests a replay leaves out at its start in attrs["warmup"]; None elsewhere.
+    replay_trace: pd.DataFrame | None = None
 
     @classmethod
     def from_core(cls, raw: dict[str, Any], spec: dict[str, Any]) -> Result:

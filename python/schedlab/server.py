@@ -510,7 +510,8 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
             log: pd.DataFrame | None) -> Result:
     from schedlab.results import Result, cut_auto_warmup
 
-    jobs = request_table(raw, p, log)
+    sent = request_table(raw, p, log, with_warmup=True)
+    jobs = sent[~sent["warm"]].drop(columns="warm").reset_index(drop=True)
     schedule = schedule_table(log, raw["summary"]["start_ns"], jobs)
     warmup_time = p.spec.get("warmup_time")
     if warmup_time is not None:
@@ -520,8 +521,42 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
         jobs, counted["warmup"] = cut_auto_warmup(jobs)
     ok = jobs[jobs["error"] == 0]
     summary, classes, tasks = _summary(p, ok, jobs, counted, stats)
+    trace = replay_trace(sent, p.service_ms)
+    if trace is not None:
+        # The requests a replay leaves out at its start: the generator's warm-up and the
+        # ones `warmup = "auto"` cut (failed requests are in neither the trace nor the count).
+        warm_ok = int((sent["warm"] & (sent["error"] == 0)).sum())
+        trace.attrs["warmup"] = warm_ok + (int(counted["warmup"]) if p.auto_warmup else 0)
     return Result(summary=summary, jobs=jobs, classes=classes, tasks=tasks,
-                  schedule=schedule, spec={"world": "server", **p.spec})
+                  schedule=schedule, spec={"world": "server", **p.spec}, replay_trace=trace)
+
+
+def replay_trace(sent: pd.DataFrame, size_ms: Any) -> pd.DataFrame | None:
+    """A real run's requests as a trace for the simulator, warm-up included, failed requests
+    left out: a closed-loop run as a closed trace (columns task, think, size: each client's
+    requests in the order it sent them, the think before each, its send minus the arrival of
+    its previous response, from the run's start for its first); an open-loop run as arrival,
+    size. Sizes are ms of service by the cost model (`size_ms(bytes)`). Simulated with the
+    run's policy and machine it is the same workload request for request, so a comparison
+    with the run is paired. None when the cost model gives no service time."""
+    import pandas as pd
+
+    ok = sent[sent["error"] == 0]
+    size = np.asarray(size_ms(ok["size"].to_numpy(dtype=float)), dtype=float)
+    if len(ok) == 0 or not np.isfinite(size).all():
+        return None
+    ok = ok.assign(size=size)
+    if (ok["client"] < 0).all():
+        o = ok.sort_values("arrival", kind="stable")
+        return pd.DataFrame({"arrival": o["arrival"].to_numpy(), "size": o["size"].to_numpy()})
+    j = ok[ok["client"] >= 0].sort_values(["client", "arrival"], kind="stable")
+    previous = j.groupby("client")["completion"].shift(1).fillna(0.0)
+    clients = {c: i for i, c in enumerate(sorted(j["client"].unique()))}
+    return pd.DataFrame({
+        "task": j["client"].map(clients).to_numpy(),
+        "think": (j["arrival"] - previous).clip(lower=0.0).to_numpy(),
+        "size": j["size"].to_numpy(),
+    })
 
 
 SCHEDULE_COLUMNS = ["cpu", "job", "task", "start", "end"]
@@ -560,8 +595,9 @@ def schedule_table(log: pd.DataFrame | None, start_ns: int,
 
 
 def request_table(raw: dict[str, Any], p: Plan | None = None,
-                  log: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The generator's requests in the common schema, joined with the server's log if any.
+                  log: pd.DataFrame | None = None, with_warmup: bool = False) -> pd.DataFrame:
+    """The generator's measured requests in the common schema, joined with the server's log
+    if any; `with_warmup`: every request sent, and a column `warm` (sent in the warm-up).
 
     Columns the client cannot know (cpu, first_run, wait, context_switches, migrations) come
     from the server's log; without it they are -1 (cpu) or NaN.
@@ -627,7 +663,10 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
         df.loc[served, "size"] = col("bytes")[served]
     if p is not None:
         df["slowdown"] = df["response"] / p.service_ms(df["size"].to_numpy())
-    return df[JOB_COLUMNS + EXTRA_COLUMNS]
+    warm = np.asarray(r["warm"], dtype=bool) if "warm" in r else np.zeros(n, dtype=bool)
+    if with_warmup:
+        return df[JOB_COLUMNS + EXTRA_COLUMNS].assign(warm=warm)
+    return df.loc[~warm, JOB_COLUMNS + EXTRA_COLUMNS].reset_index(drop=True)
 
 
 def _entitled(p: Plan, ok: pd.DataFrame, clients: list[int], start: float,

@@ -135,6 +135,12 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     if task.get("skip"):
         return _skipped(task, "no model", task["skip"], {"start": start_wall,
                                                          "end": time.time()})
+    replay = None
+    if task.get("replay_of"):
+        replay = _replay_source(task)
+        if "skipped" in replay:
+            return _skipped(task, *replay["skipped"], {"start": start_wall, "end": time.time()})
+        task = {**task, "spec": {**task["spec"], "warmup": replay["warmup"]}}
     if module not in _RUNNERS:
         _RUNNERS[module] = worlds.runner(world, module)
     kw: dict[str, Any] = {"keep_jobs": task["jobs"]}
@@ -162,6 +168,13 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     if series is not None and len(series):
         write_table(series, runs / f"{rid}.load_series.parquet")
         files["load_series"] = f"{rid}.load_series.parquet"
+    trace = getattr(result, "replay_trace", None)
+    if trace is not None:
+        # CSV, as the simulator's `trace` key reads it; written whole, then renamed.
+        tmp = runs / f".{rid}.trace.csv.tmp"
+        trace.to_csv(tmp, index=False)
+        os.replace(tmp, runs / f"{rid}{TRACE}")
+        files["replay_trace"] = f"{rid}{TRACE}"
     t2 = time.perf_counter()
     timing = {"compute": t1 - t0, "compute_cpu": c1 - c0, "store": t2 - t1,
               "worker": os.getpid(),
@@ -170,10 +183,40 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
               "summary": result.summary, "classes": _records(result.classes),
               "tasks": _records(result.tasks), "files": files, "jobs_total": int(len(result.jobs)),
               "environment": getattr(result, "environment", {}), "timing": timing}
+    if trace is not None:
+        record["replay_warmup"] = int(trace.attrs.get("warmup", 0))
+    if replay is not None:
+        record["replay"] = {"of": task["replay_of"], "trace": replay["digest"],
+                            "warmup": replay["warmup"]}
     # Written last: the record is what marks the run as done.
     write_json(runs / f"{rid}.json", record)
     timing["store"] = time.perf_counter() - t1
     return {"id": rid, **timing}
+
+
+TRACE = ".trace.csv"
+
+
+def _trace_digest(runs_dir: Path, rid: str) -> str:
+    return ex._file_digest(str(runs_dir / f"{rid}{TRACE}"))
+
+
+def _replay_source(task: dict[str, Any]) -> dict[str, Any]:
+    """What a replay takes from the run it replays: the digest of its trace (so a rerun of
+    that run makes the replay pending again) and its warm-up; or why there is nothing to
+    replay ({"skipped": (what, reason)})."""
+    runs_dir, of = Path(task["dir"]), task["replay_of"]
+    try:
+        rec = _read_record(runs_dir, of)
+    except (OSError, ValueError):
+        raise RuntimeError(f"run {of}, which this run replays, has not run") from None
+    if rec.get("skipped"):
+        return {"skipped": ("replayed run skipped", f"{rec['skipped']['what']}: "
+                            f"{rec['skipped']['reason']}")}
+    if "replay_trace" not in rec.get("files", {}):
+        return {"skipped": ("nothing to replay", "the run's requests have no service time "
+                            "(a server run needs machine.cost) or none succeeded")}
+    return {"digest": _trace_digest(runs_dir, of), "warmup": int(rec["replay_warmup"])}
 
 
 def execute_chunk(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -224,15 +267,19 @@ def plan(exp: ex.Experiment, runs_dir: Path,
          profiles: dict[str, Path] | None = None) -> list[dict[str, Any]]:
     cfg = exp.config.experiment
     tasks = []
+    replayed = {r.replay_of for r in exp.runs if r.replay_of}
     for r in exp.unique_runs():
         spec = r.spec
         if profiles and spec.get("profile") == profile.CALIBRATE:
             spec = {**spec, "profile": str(profiles[_config_key(exp, spec)])}
+        if r.replay_of:
+            spec = {**spec, "trace": str(runs_dir / f"{r.replay_of}{TRACE}")}
         tasks.append({"id": r.id, "world": r.world, "module": worlds.MODULES[r.world],
                       "spec": spec, "dir": str(runs_dir),
                       "jobs": _wants(cfg.keep_jobs, r.replication),
                       "schedule": _wants(cfg.keep_schedule, r.replication),
-                      "job_rows": cfg.job_rows, "skip": r.skip})
+                      "job_rows": cfg.job_rows, "skip": r.skip, "replay_of": r.replay_of,
+                      "replayed": r.id in replayed})
     return tasks
 
 
@@ -314,7 +361,8 @@ def common_warmups(exp: ex.Experiment, out: Path, workers: int, lock_fd: int) ->
     resumed sweep does not look for them again."""
     groups: dict[tuple[str, int, int], list[ex.Run]] = {}
     for r in exp.runs:
-        if r.skip or r.spec.get("warmup", "auto") != "auto" or \
+        # A replay's warm-up is its real run's (the requests that run left out).
+        if r.skip or r.replay_of or r.spec.get("warmup", "auto") != "auto" or \
                 not hasattr(worlds.module(r.world), "warmup"):
             continue
         groups.setdefault((r.world, r.point, r.replication), []).append(r)
@@ -342,17 +390,30 @@ def common_warmups(exp: ex.Experiment, out: Path, workers: int, lock_fd: int) ->
             r.id = ex.run_id(r.world, r.spec)
 
 
-def _status(runs_dir: Path, task: dict[str, Any]) -> str:
+def _status(runs_dir: Path, task: dict[str, Any], replayed: str = "done") -> str:
     """done (or skipped) only if the record exists and every file this sweep wants of it
-    exists; else pending."""
+    exists; else pending. A replay (`replayed`: the status of the run it replays) is pending
+    too when that run is, or has run again since (its trace is not the one replayed)."""
     rec = runs_dir / f"{task['id']}.json"
     if not rec.exists():
         return "pending"
+    if task.get("replay_of"):
+        if replayed == "pending":
+            return "pending"
+        with contextlib.suppress(OSError, ValueError):
+            record = _read_record(runs_dir, task["id"])
+            if record.get("skipped"):
+                return "skipped"
+            if record.get("replay", {}).get("trace") != \
+                    _trace_digest(runs_dir, task["replay_of"]):
+                return "pending"
     if task["skip"] or real_world(task["world"]):  # only these can have been skipped
         with contextlib.suppress(OSError, ValueError):
             with open(rec) as f:
                 if json.load(f).get("skipped"):
                     return "skipped"
+    if task.get("replayed") and not (runs_dir / f"{task['id']}{TRACE}").exists():
+        return "pending"  # run before replays were asked for: its requests were not kept
     if task["jobs"] and not (runs_dir / f"{task['id']}.jobs.parquet").exists():
         return "pending"
     if task["schedule"] and not (runs_dir / f"{task['id']}.schedule.parquet").exists() \
@@ -416,7 +477,10 @@ class _State:
                 "runs": [{"id": r.id, "point": r.point, "label": r.label, "policy": r.policy,
                           "replication": r.replication, "seed": r.seed, "world": r.world,
                           "status": "", "spec": r.spec,
-                          **({"skip": r.skip} if r.skip else {})} for r in exp.runs]})
+                          **({"skip": r.skip} if r.skip else {}),
+                          **({"replay_of": r.replay_of} if r.replay_of else {})}
+                         for r in exp.runs],
+                "replays": {w: exp.replays(w) for w in exp.worlds if exp.replays(w)}})
         for run in self._static["runs"]:
             run["status"] = self.status[run["id"]]
         counts = {s: sum(1 for v in self.status.values() if v == s)
@@ -454,7 +518,9 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
         profiles = calibrate_first(exp, out_dir)
         common_warmups(exp, out_dir, workers or os.cpu_count() or 1, lock_fd)
         tasks = plan(exp, runs_dir, profiles)
-        status = {t["id"]: _status(runs_dir, t) for t in tasks}
+        status: dict[str, str] = {}
+        for t in sorted(tasks, key=lambda t: bool(t["replay_of"])):  # replayed runs first
+            status[t["id"]] = _status(runs_dir, t, status.get(t["replay_of"] or "", "done"))
         state = _State(out_dir, exp, status)
         state.write("running")
         pending = [t for t in tasks if status[t["id"]] == "pending"]
@@ -464,18 +530,26 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
         # Runs a world has no model of: recorded at once, with the reason.
         for task in [t for t in pending if t["skip"]]:
             _finished(state, [task], _Done([execute(task)]), timings)
-        sims = [t for t in pending if not t["skip"] and not real_world(t["world"])]
-        reals = [t for t in pending if not t["skip"] and real_world(t["world"])]
-        if sims:
+        runnable = [t for t in pending if not t["skip"]]
+        sims = [t for t in runnable if not real_world(t["world"]) and not t["replay_of"]]
+        reals = [t for t in runnable if real_world(t["world"])]
+
+        def simulate(batch: list[dict[str, Any]]) -> None:
+            if not batch:
+                return
             if dask:
-                _run_dask(sims, dask, state, progress, timings)
+                _run_dask(batch, dask, state, progress, timings)
             else:
-                _run_local(sims, workers or os.cpu_count() or 1, state, progress, timings,
+                _run_local(batch, workers or os.cpu_count() or 1, state, progress, timings,
                            lock_fd)
+
+        simulate(sims)
         if reals:
             # The real worlds measure the machine: one run at a time, after the simulator's,
             # in a worker process of their own (a crash in a run cannot take the sweep down).
             _run_local(reals, 1, state, progress, timings, lock_fd, one_by_one=True)
+        # Replays read the requests of real runs: after them (not those whose run failed).
+        simulate([t for t in runnable if t["replay_of"] and t["replay_of"] not in state.errors])
         if state.errors:
             state.write("failed")
             first = next(iter(state.errors.values()))

@@ -76,6 +76,7 @@ fn load<'py>(py: Python<'py>, config: &Bound<'py, PyDict>) -> PyResult<Bound<'py
     t.set_item("bytes", r.bytes.into_pyarray(py))?;
     t.set_item("status", r.status.into_pyarray(py))?;
     t.set_item("error", r.error.into_pyarray(py))?;
+    t.set_item("warm", r.warm.into_pyarray(py))?;
     d.set_item("requests", t)?;
     d.set_item("summary", pythonize(py, &out.summary)?)?;
     d.set_item("targets", out.targets)?;

@@ -16,6 +16,7 @@ import pandas as pd
 
 from schedlab.files import atomic_file
 from schedlab.report.plots import PLOTTERS, Context, Plot, plt, tag_figure
+from schedlab.stats import t_interval
 from schedlab.store import load_results
 from schedlab.worlds import SIMULATED
 
@@ -321,14 +322,21 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
     worlds = _worlds(res)
     cols = ["world", "reference", "point", *res.sweep_keys, "label", "ref_mean", "ref_half_width",
             "ref_n", "mean", "half_width", "n", "diff", "rel_diff", "overlap", "ref_skipped",
-            "skipped"]
+            "skipped", "paired", "diff_half_width"]
     if len(worlds) < 2:
         return pd.DataFrame(columns=cols)
     st = res.metric(metric).set_index(["world", "point", "label"])
     skips = _skip_reasons(res)
     points = res.manifest.get("points") or [{}]
+    replays = res.manifest.get("replays") or {}
+    confidence = float(res.manifest.get("experiment", {}).get("experiment", {})
+                       .get("confidence", 0.95))
     rows = []
     for ref, world in _pairs(worlds):
+        # A model that replays this world's runs ran on the same requests: the gap's interval
+        # comes from the per-replication differences, not from two independent intervals.
+        paired = _paired_differences(res, metric, ref, world) \
+            if replays.get(ref) == world or replays.get(world) == ref else None
         for pi, coords in enumerate(points):
             for label in res.labels:
                 a = st.loc[(ref, pi, label)] if (ref, pi, label) in st.index else None
@@ -351,8 +359,33 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
                 # Without an interval on both sides (one run) overlap is unknown: None.
                 row["overlap"] = bool(abs(diff) <= ha + hb) if math.isfinite(diff + ha + hb) \
                     else None
+                row["paired"] = paired is not None
+                row["diff_half_width"] = math.nan
+                d = paired.get((pi, label)) if paired is not None else None
+                if d is not None and len(d):
+                    iv = t_interval(d, confidence)
+                    row["diff_half_width"] = iv.half_width
+                    # Paired: does the gap's interval hold 0 (unknown from one pair)?
+                    row["overlap"] = bool(abs(iv.mean) <= iv.half_width) \
+                        if math.isfinite(iv.half_width) else None
                 rows.append(row)
     return pd.DataFrame(rows, columns=cols)
+
+
+def _paired_differences(res: Any, metric: str, ref: str,
+                        world: str) -> dict[tuple[int, str], list[float]]:
+    """(point, label) -> world minus ref, replication by replication (a replay and the run
+    it replays share point, policy and replication)."""
+    s = res.summaries
+    if s.empty or metric not in s:
+        return {}
+    wide = s[s["world"].isin([ref, world])].pivot_table(
+        index=["point", "label", "replication"], columns="world", values=metric,
+        aggfunc="first")
+    if ref not in wide or world not in wide:
+        return {}
+    d = (wide[world] - wide[ref]).dropna()
+    return {(int(p), str(lab)): g.tolist() for (p, lab), g in d.groupby(level=[0, 1])}
 
 
 def share_gap(res: Any) -> pd.DataFrame:
@@ -398,13 +431,19 @@ def _gap_html(res: Any) -> str:
     if gap.empty:
         return ""
     keys = res.sweep_keys
+    unit = res.time_unit  # of the response times (the experiment's unit: ms or tick)
     parts = ['<h2 id="worlds">Worlds side by side</h2>',
              "<p>Mean response time of the same sweep point and policy in each world, with "
              "the confidence interval of each (± half-width; one run has none), the "
-             "difference to the reference world and whether the intervals overlap.</p>"]
+             "difference to the reference world and whether the intervals overlap. Where a "
+             "model replays a real world's runs (<code>[worlds.W] replay</code>), both ran on "
+             "the same requests: the difference has its own interval, from the replications' "
+             "differences, and the last column says whether it holds 0.</p>"]
     for (ref, world), g in gap.groupby(["reference", "world"], sort=False):
-        head = keys + ["policy", f"{ref}: mean ± CI", f"{world}: mean ± CI",
-                       f"{world} − {ref}", "relative", "CIs overlap"]
+        paired = bool(g["paired"].any())
+        head = keys + ["policy", f"{ref}: mean ± CI ({unit})", f"{world}: mean ± CI ({unit})",
+                       f"{world} − {ref}" + (" ± CI (paired)" if paired else "") + f" ({unit})",
+                       "relative", "CI of the gap holds 0" if paired else "CIs overlap"]
         rows = []
         for _, r in g.iterrows():
             overlap = "–" if r["overlap"] is None or pd.isna(r["overlap"]) else (
@@ -412,7 +451,7 @@ def _gap_html(res: Any) -> str:
             rel = f"{100 * r['rel_diff']:+.1f}%" if math.isfinite(r["rel_diff"]) else "–"
             cells = [_mean_ci(r["ref_mean"], r["ref_half_width"], r["ref_skipped"]),
                      _mean_ci(r["mean"], r["half_width"], r["skipped"]),
-                     _num(r["diff"]) if math.isfinite(r["diff"]) else "–", rel, overlap]
+                     _mean_ci(r["diff"], r["diff_half_width"], None), rel, overlap]
             rows.append("<tr>" + "".join(f'<td class="l">{_e(_num(r[k]))}</td>' for k in keys)
                         + f'<td class="l">{_e(r["label"])}</td>'
                         + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

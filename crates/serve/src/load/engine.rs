@@ -933,6 +933,10 @@ impl<'a> Engine<'a> {
         self.progress.done.fetch_add(1, Relaxed);
         if rec.warm {
             self.out.warm_done += 1;
+            // Kept with their flag: a replay of the run needs every request a client sent.
+            if self.cfg.keep_requests {
+                self.out.done.push(rec);
+            }
         } else {
             if err == 0 {
                 let us = (now.saturating_sub(rec.intended) / 1000).max(1);

@@ -116,7 +116,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("timeout", "ms before a request counts as timed out; default 30000"),
     ("miss", "a send later than this many ms after its intended time counts as missed; default 1"),
     ("keep_alive", "reuse connections; default true"),
-    ("keep_requests", "return the per-request table; default true"),
+    ("keep_requests", "return the per-request table (warm-up requests flagged); default true"),
     ("hdr_log", "write an HdrHistogram interval log (1 s intervals, microseconds) here"),
     ("progress", "print a live progress line on stderr; default: when stderr is a terminal"),
 ];
@@ -475,6 +475,8 @@ pub struct Requests {
     pub bytes: Vec<u64>,
     pub status: Vec<u16>,
     pub error: Vec<u8>,
+    /// Sent during the warm-up: in no summary, kept so the run can be replayed whole.
+    pub warm: Vec<bool>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -736,6 +738,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
         t.bytes.push(r.bytes);
         t.status.push(r.status);
         t.error.push(r.error);
+        t.warm.push(r.warm);
     }
     Ok(LoadOutput {
         requests: t,
