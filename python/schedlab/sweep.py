@@ -168,7 +168,8 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     if series is not None and len(series):
         write_table(series, runs / f"{rid}.load_series.parquet")
         files["load_series"] = f"{rid}.load_series.parquet"
-    trace = getattr(result, "replay_trace", None)
+    # A real run that a model replays keeps its requests as a trace.
+    trace = getattr(result, "replay_trace", None) if task.get("replayed") else None
     if trace is not None:
         # CSV, as the simulator's `trace` key reads it; written whole, then renamed.
         tmp = runs / f".{rid}.trace.csv.tmp"
@@ -183,8 +184,12 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
               "summary": result.summary, "classes": _records(result.classes),
               "tasks": _records(result.tasks), "files": files, "jobs_total": int(len(result.jobs)),
               "environment": getattr(result, "environment", {}), "timing": timing}
-    if trace is not None:
-        record["replay_warmup"] = int(trace.attrs.get("warmup", 0))
+    if task.get("replayed"):
+        # False: no trace can be made of it (no service time, or no request succeeded); its
+        # replay is skipped, and the run is not measured again for want of one.
+        record["traced"] = trace is not None
+        if trace is not None:
+            record["replay_warmup"] = int(trace.attrs.get("warmup", 0))
     if replay is not None:
         record["replay"] = {"of": task["replay_of"], "trace": replay["digest"],
                             "warmup": replay["warmup"]}
@@ -213,7 +218,7 @@ def _replay_source(task: dict[str, Any]) -> dict[str, Any]:
     if rec.get("skipped"):
         return {"skipped": ("replayed run skipped", f"{rec['skipped']['what']}: "
                             f"{rec['skipped']['reason']}")}
-    if "replay_trace" not in rec.get("files", {}):
+    if not rec.get("traced"):
         return {"skipped": ("nothing to replay", "the run's requests have no service time "
                             "(a server run needs machine.cost) or none succeeded")}
     return {"digest": _trace_digest(runs_dir, of), "warmup": int(rec["replay_warmup"])}
@@ -412,8 +417,13 @@ def _status(runs_dir: Path, task: dict[str, Any], replayed: str = "done") -> str
             with open(rec) as f:
                 if json.load(f).get("skipped"):
                     return "skipped"
-    if task.get("replayed") and not (runs_dir / f"{task['id']}{TRACE}").exists():
-        return "pending"  # run before replays were asked for: its requests were not kept
+    if task.get("replayed"):
+        # Run before replays were asked for (its requests were not kept), or its trace is gone.
+        traced = None
+        with contextlib.suppress(OSError, ValueError):
+            traced = _read_record(runs_dir, task["id"]).get("traced")
+        if traced is None or (traced and not (runs_dir / f"{task['id']}{TRACE}").exists()):
+            return "pending"
     if task["jobs"] and not (runs_dir / f"{task['id']}.jobs.parquet").exists():
         return "pending"
     if task["schedule"] and not (runs_dir / f"{task['id']}.schedule.parquet").exists() \
