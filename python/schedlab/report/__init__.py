@@ -202,14 +202,19 @@ def _percentile_cell(r: Any | None) -> str:
     return cell
 
 
+def _confidence(res: Any) -> float:
+    """The experiment's confidence level for intervals (`[experiment] confidence`)."""
+    return float(res.manifest.get("experiment", {}).get("experiment", {})
+                 .get("confidence", 0.95))
+
+
 def _response_table(res: Any) -> str:
     st = res.metric("response_mean")
     if st.empty:
         return "<p>No response times in the results.</p>"
     keys = res.sweep_keys
     multi_world = st["world"].nunique() > 1
-    conf = int(round(100 * (res.manifest.get("experiment", {}).get("experiment", {})
-                            .get("confidence", 0.95))))
+    conf = int(round(100 * _confidence(res)))
     # Percentile columns once the stats table has their intervals (one run's sectioning, or
     # replications).
     tails = {m: res.metric(m).set_index(["world", "point", "label"]) for m in PERCENTILES}
@@ -329,8 +334,7 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
     skips = _skip_reasons(res)
     points = res.manifest.get("points") or [{}]
     replays = res.manifest.get("replays") or {}
-    confidence = float(res.manifest.get("experiment", {}).get("experiment", {})
-                       .get("confidence", 0.95))
+    confidence = _confidence(res)
     rows = []
     for ref, world in _pairs(worlds):
         # A model that replays this world's runs ran on the same requests: the gap's interval
