@@ -583,8 +583,10 @@ fn coordinate(
                 let sig = sig as i32;
                 if sig != libc::SIGCHLD && interrupted.is_none() {
                     interrupted = Some(sys::signal_name(sig));
-                    ctl.stop.store(1, Ordering::Release);
+                    // Killed before they are told to stop: a worker that saw the stop first
+                    // could exit on its own and not count as killed.
                     children.kill_all();
+                    ctl.stop.store(1, Ordering::Release);
                     killed = true;
                 }
             }
@@ -742,8 +744,10 @@ fn coordinate(
         }
         if now >= hard_at && !killed {
             killed = true;
-            ctl.stop.store(1, Ordering::Release);
+            // Killed before they are told to stop (a worker that saw the stop first could exit
+            // on its own: 2 of 3 counted killed in one CI run).
             children.kill_all();
+            ctl.stop.store(1, Ordering::Release);
             warnings.push(format!(
                 "hard timeout of {} ms reached: every worker was killed",
                 plan.hard_timeout
