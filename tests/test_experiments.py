@@ -169,21 +169,32 @@ def test_pinned_start_reports_the_load_over_time_in_both_worlds(quick_run):
 def test_time_to_balance_three_ways(quick_run):
     """Study 002's time to balance: Linux 2.6.22's rules and the linux-like balancer in the
     simulator (exact: each notices the release at its pass 55 ms after it, the first balanced
-    sample at 60 ms), this machine's kernel on real processes (20-50 ms here on a quiet
-    machine, 2026-11-24); every split ends as Linux.1.a's."""
+    sample at 60 ms), the linux balancer with this kernel's idle interval cap (32 ms: its
+    pass 20 ms after the release, the sample at 30 ms), and this machine's kernel on real
+    processes, runs shared by the three cases (20-50 ms here on a quiet machine, 2026-11-24;
+    at times 100-180 ms, README); every split ends as Linux.1.a's."""
     res = quick_results(quick_run, "smp-balancing", "time-to-balance.toml")
     s = res.summaries
-    sim = s[s.world == "sim"].set_index(["machine.balancer", "workload.clients"])
-    for balancer in ("linux26", "linux"):
+    sim = s[s.world == "sim"].set_index(["case", "workload.clients"])
+    expected = {"linux26": 60.0, "linux": 60.0, "linux-32": 30.0}
+    for case, ttb in expected.items():
         for n in (3, 7):
-            assert sim.loc[(balancer, n), "time_to_balance"] == 60.0, (balancer, n)
-            assert sorted(sim.loc[(balancer, n), "load_distribution"]) == [n // 2, n - n // 2]
+            assert sim.loc[(case, n), "time_to_balance"] == ttb, (case, n)
+            assert sorted(sim.loc[(case, n), "load_distribution"]) == [n // 2, n - n // 2]
     real = s[s.world == "os"]
     assert set(real["workload.clients"]) == {3, 7}
+    # The kernel's runs do not depend on the simulator's cases: one set, shared by all three.
+    assert real.groupby("case")["run"].apply(frozenset).nunique() == 1
+    assert real["run"].nunique() == 2 * 2  # n = 3, 7; two replications in --quick
     assert (real["time_to_balance"] < 1000).all(), real["time_to_balance"].tolist()
     assert (real["balanced_fraction"] > 0.5).all(), real["balanced_fraction"].tolist()
     html = make_report(res.dir, res.dir / "ttb.html").read_text()
     assert html.count('<figure class="figure" data-plot="balance">') == 1
+    # One line for the kernel (its runs are shared by the cases), one per simulator case.
+    balance = html[html.index('data-plot="balance"'):]
+    balance = balance[:balance.index("</figure>")]
+    assert balance.count("Linux [os]") == 1
+    assert all(balance.count(f"Linux [sim], case={c}<") == 1 for c in expected), balance
 
 
 @pytest.mark.real

@@ -711,6 +711,41 @@ def test_near_flat_measures_are_differences_or_left_out_with_their_numbers():
     plt_close(plot)
 
 
+def test_a_world_that_shares_its_runs_across_a_sweep_key_draws_one_line():
+    """time-to-balance.toml sweeps simulator balancer cases beside the os world, whose runs
+    do not depend on them (the runner shares one run between the cases): the os world is one
+    line named without the case, each simulator case its own line."""
+    from schedlab.experiment import ReportFields
+    from schedlab.report.plots import Context, _metric_axes, plt
+
+    cases, ns = ["a", "b"], [3, 7]
+    summaries = pd.DataFrame(
+        [("sim", c, n, "Linux", 0, f"sim-{c}-{n}") for c in cases for n in ns]
+        + [("os", c, n, "Linux", 0, f"os-{n}") for c in cases for n in ns],
+        columns=["world", "case", "workload.clients", "label", "replication", "run"])
+    rows = [("sim", 2 * i + j, n, "Linux", ttb, ttb, ttb, c)
+            for i, (c, ttb) in enumerate([("a", 60.0), ("b", 30.0)]) for j, n in enumerate(ns)]
+    rows += [("os", 2 * i + j, n, "Linux", v, v - 5, v + 5, c)
+             for i, c in enumerate(cases) for j, (n, v) in enumerate([(3, 40.0), (7, 30.0)])]
+    res = _Stats([])
+    st = pd.DataFrame(rows, columns=["world", "point", "workload.clients", "label", "mean",
+                                     "ci_low", "ci_high", "case"])
+    res.st = st.assign(half_width=(st["ci_high"] - st["ci_low"]) / 2, theory=math.nan)
+    res.labels, res.sweep_keys, res.summaries = ["Linux"], ["case", "workload.clients"], summaries
+    ctx = Context(res=res, cfg=ReportFields(), x="workload.clients", point=0)
+    assert ctx.kept("sim") == ["case"] and ctx.kept("os") == []
+    fig, ax = plt.subplots()
+    _metric_axes(ctx, ax, "time_to_balance", flat="keep")
+    lines = {ln.get_label(): list(ln.get_ydata()) for ln in ax.lines}
+    assert lines == {"Linux [sim], case=a": [60.0, 60.0], "Linux [sim], case=b": [30.0, 30.0],
+                     "Linux [os]": [40.0, 30.0]}
+    plt.close(fig)
+    # A world whose runs differ between the cases keeps one line per case.
+    summaries.loc[summaries.world == "os", "run"] = [f"os-{c}-{n}" for c in cases for n in ns]
+    assert Context(res=res, cfg=ReportFields(), x="workload.clients", point=0).kept("os") == \
+        ["case"]
+
+
 def test_axis_units_are_the_vocabularys():
     from schedlab import vocabulary
     from schedlab.report.plots import METRICS, sweep_key_unit

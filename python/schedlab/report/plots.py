@@ -131,11 +131,32 @@ class Context:
             return label
         return f"{label} ({self.unit(sweep_key_unit(self.x))})" if self.x else label
 
+    @cached_property
+    def _ignored(self) -> dict[str, set[str]]:
+        """Per world, the other sweep keys its runs do not depend on: the runner shares one
+        run between their values (a sim-only balancer case beside the os world), so the world
+        draws one line there, not one copy per value."""
+        s = self.res.summaries
+        out: dict[str, set[str]] = {}
+        for world in self.worlds:
+            w = s[s["world"] == world]
+            keys = [c for c in ("label", self.x, "replication") if c is not None and c in w]
+            out[world] = {
+                k for k in self.others
+                if "run" in w and len(w[k].unique()) > 1
+                and (w.groupby([*keys, *(o for o in self.others if o != k)], sort=False,
+                               dropna=False)["run"].nunique() == 1).all()}
+        return out
+
+    def kept(self, world: str) -> list[str]:
+        """The other sweep keys that make a world's lines differ."""
+        return [k for k in self.others if k not in self._ignored.get(world, set())]
+
     def series_name(self, world: str, label: str, row: Any) -> str:
         name = label
         if len(self.worlds) > 1:
             name += f" [{world}]"
-        for k in self.others:
+        for k in self.kept(world):
             name += f", {_short_key(k)}={_short(row[k])}"
         return name
 
@@ -443,11 +464,13 @@ def _metric_axes(ctx: Context, ax: Any, metric: str, theory: bool = False,
     xs = st[ctx.x]
     numeric = _numeric(xs)
     cats = list(dict.fromkeys(xs.astype(str))) if not numeric else []
-    groups = st.groupby(["world", "label", *ctx.others], sort=False)
+    groups = [(keys, g) for world, w in st.groupby("world", sort=False)
+              for keys, g in w.groupby(["world", "label", *ctx.kept(world)], sort=False)]
     styles = ["-", "--", ":", "-."]
     markers = ctx.markers()
     for i, (keys, g) in enumerate(groups):
         world, label = keys[0], keys[1]
+        g = g.drop_duplicates(subset=[ctx.x])  # the copies of a run shared by ignored keys
         g = g.sort_values(ctx.x) if numeric else g
         x = g[ctx.x].to_numpy(float) if numeric else np.array([cats.index(str(v))
                                                                 for v in g[ctx.x]])
