@@ -399,29 +399,35 @@ def _status(runs_dir: Path, task: dict[str, Any], replayed: str = "done") -> str
     """done (or skipped) only if the record exists and every file this sweep wants of it
     exists; else pending. A replay (`replayed`: the status of the run it replays) is pending
     too when that run is, or has run again since (its trace is not the one replayed)."""
-    rec = runs_dir / f"{task['id']}.json"
-    if not rec.exists():
+    if not (runs_dir / f"{task['id']}.json").exists():
         return "pending"
+    cache: list[dict[str, Any] | None] = []
+
+    def record() -> dict[str, Any] | None:
+        """The run's record, read once and only when asked (None: unreadable)."""
+        if not cache:
+            try:
+                cache.append(_read_record(runs_dir, task["id"]))
+            except (OSError, ValueError):
+                cache.append(None)
+        return cache[0]
+
     if task.get("replay_of"):
         if replayed == "pending":
             return "pending"
-        with contextlib.suppress(OSError, ValueError):
-            record = _read_record(runs_dir, task["id"])
-            if record.get("skipped"):
+        if (r := record()) is not None:
+            if r.get("skipped"):
                 return "skipped"
-            if record.get("replay", {}).get("trace") != \
-                    _trace_digest(runs_dir, task["replay_of"]):
-                return "pending"
-    if task["skip"] or real_world(task["world"]):  # only these can have been skipped
-        with contextlib.suppress(OSError, ValueError):
-            with open(rec) as f:
-                if json.load(f).get("skipped"):
-                    return "skipped"
+            with contextlib.suppress(OSError):
+                if r.get("replay", {}).get("trace") != \
+                        _trace_digest(runs_dir, task["replay_of"]):
+                    return "pending"
+    # Only these can have been skipped.
+    if (task["skip"] or real_world(task["world"])) and (record() or {}).get("skipped"):
+        return "skipped"
     if task.get("replayed"):
         # Run before replays were asked for (its requests were not kept), or its trace is gone.
-        traced = None
-        with contextlib.suppress(OSError, ValueError):
-            traced = _read_record(runs_dir, task["id"]).get("traced")
+        traced = (record() or {}).get("traced")
         if traced is None or (traced and not (runs_dir / f"{task['id']}{TRACE}").exists()):
             return "pending"
     if task["jobs"] and not (runs_dir / f"{task['id']}.jobs.parquet").exists():
