@@ -5,7 +5,10 @@
 //! - [`server`]: the master thread (accept, parse, resolve, admit) and connection handling;
 //! - [`queue`]: the bounded buffer, one `Mutex` and two `Condvar`s, ordered by the policy;
 //! - [`worker`]: the worker pool, packet by packet, with the emulated [`cost`];
-//! - [`park`]: requests whose client's socket is full, off the workers until it drains;
+//! - [`request`], [`shared`]: the connection, the request and its log row; what the master
+//!   shares with the workers;
+//! - [`park`], [`lot`]: requests whose client's socket is full, off the workers until it
+//!   drains (the thread, and its ledger);
 //! - [`http`], [`root`]: request parsing (httparse) and safe path resolution (openat2);
 //! - [`load`]: closed and open loop generators, file catalogues, Zipf, scripted bursts.
 
@@ -15,11 +18,15 @@ pub mod cost;
 pub mod fuzzing;
 pub mod http;
 pub mod load;
+pub mod lot;
 pub mod park;
 pub mod queue;
+pub mod request;
 pub mod root;
 pub mod server;
+pub mod shared;
 pub mod worker;
 
 pub use config::{ServeConfig, ServeSpec};
-pub use server::{Handle, Record, Server, Stats};
+pub use request::Record;
+pub use server::{Handle, Server, Stats};

@@ -21,101 +21,30 @@
 //! for the master (which blocks while the buffer is full) and the master's connection table
 //! stays the master's alone.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Registry, Token, Waker};
-use schedlab_policy::JobId;
+use mio::{Events, Poll};
 
 use crate::clock::now_ns;
-use crate::server::{Record, Shared};
-use crate::worker::{self, unsent, Job};
+use crate::lot::Parked;
+use crate::request::{unsent, Record};
+use crate::shared::Shared;
+use crate::worker;
 
 /// How often the lot looks for progress and for send timeouts.
 const SWEEP_NS: u64 = 100_000_000;
-const WAKER: Token = Token(usize::MAX);
-
-struct Parked {
-    id: JobId,
-    job: Box<Job>,
-    /// The socket's unsent bytes at the last look.
-    queued: u64,
-}
-
-/// The requests parked, keyed by their queue slot (unique while they are in the system).
-pub struct Lot {
-    registry: Registry,
-    waker: Waker,
-    stop: AtomicBool,
-    parked: Mutex<HashMap<usize, Parked>>,
-}
-
-impl Lot {
-    /// The lot and the poller its thread will watch ([`run`]).
-    pub fn new() -> io::Result<(Lot, Poll)> {
-        let poll = Poll::new()?;
-        let lot = Lot {
-            registry: poll.registry().try_clone()?,
-            waker: Waker::new(poll.registry(), WAKER)?,
-            stop: AtomicBool::new(false),
-            parked: Mutex::new(HashMap::new()),
-        };
-        Ok((lot, poll))
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<usize, Parked>> {
-        self.parked.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Parks a request whose socket is full (the queue already knows: `Queue::park`). Gives
-    /// it back if its socket cannot be watched.
-    pub fn park(&self, id: JobId, job: Box<Job>) -> Result<(), Box<Job>> {
-        let fd = job.conn.stream.as_raw_fd();
-        let queued = unsent(fd);
-        // Under the lock, so the lot's thread sees the request as soon as its event can come.
-        let mut parked = self.lock();
-        if self
-            .registry
-            .register(&mut SourceFd(&fd), Token(id.index()), Interest::WRITABLE)
-            .is_err()
-        {
-            return Err(job);
-        }
-        parked.insert(id.index(), Parked { id, job, queued });
-        Ok(())
-    }
-
-    /// Requests parked now.
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Closes what is still parked and ends the lot's thread (once no worker is left to park).
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = self.waker.wake();
-    }
-
-    fn unwatch(&self, p: &Parked) {
-        let fd = p.job.conn.stream.as_raw_fd();
-        let _ = self.registry.deregister(&mut SourceFd(&fd));
-    }
-}
 
 /// Set by a unit test: the next wake-up panics (fault injection for the guard).
 #[cfg(test)]
-pub(crate) static PANIC_ON_WAKE: AtomicBool = AtomicBool::new(false);
+pub(crate) static PANIC_ON_WAKE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// The lot's thread: wakes parked requests whose socket became writable, closes those whose
 /// client hung up or made no progress for the send timeout.

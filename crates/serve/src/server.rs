@@ -29,10 +29,13 @@ use serde::Serialize;
 use crate::clock::{ms_since, now_ns};
 use crate::config::ServeConfig;
 use crate::http::{self, Method, Parsed};
-use crate::park::{self, Lot};
+use crate::lot::Lot;
+use crate::park;
 use crate::queue::{Admit, Queue};
+use crate::request::{Conn, Job, Msg, Record};
 use crate::root::{decode_target, Root};
-use crate::worker::{self, Job};
+use crate::shared::Shared;
+use crate::worker;
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
@@ -41,121 +44,6 @@ const SWEEP_NS: u64 = 100_000_000;
 /// How long a connection closed after an error keeps draining input, so the client reads the
 /// error instead of a reset (nginx's lingering close).
 const LINGER_NS: u64 = 2_000_000_000;
-
-/// A client connection, shared by the master and the worker serving it.
-pub struct Conn {
-    pub stream: TcpStream,
-    token: usize,
-    busy: AtomicBool,
-    pending: AtomicBool,
-    done_at: AtomicU64,
-}
-
-enum Msg {
-    /// Handed back with input waiting.
-    Ready,
-    /// The worker is done with it and it must close (after a lingering read if `linger`).
-    Close { linger: bool },
-}
-
-impl Conn {
-    /// The worker is done and the connection stays open.
-    pub fn release(self: &Arc<Self>, sh: &Shared) {
-        self.done_at.store(now_ns(), Relaxed);
-        self.busy.store(false, SeqCst);
-        if self.pending.swap(false, SeqCst) {
-            sh.notify(self.clone(), Msg::Ready);
-        }
-    }
-
-    /// The worker is done and the connection closes: after a complete response the write side
-    /// closes and the master drains what the client still sends; after an abort, at once.
-    pub fn close_from_worker(self: &Arc<Self>, sh: &Shared, complete: bool) {
-        let _ = self.stream.shutdown(if complete {
-            Shutdown::Write
-        } else {
-            Shutdown::Both
-        });
-        sh.notify(self.clone(), Msg::Close { linger: complete });
-    }
-}
-
-/// One row of the server's per-request log.
-#[derive(Clone, Debug, Serialize)]
-pub struct Record {
-    pub request_id: i64,
-    /// HTTP status; 0 when the transfer was abandoned (client gone or too slow).
-    pub status: u16,
-    pub class: i64,
-    pub bytes: u64,
-    pub sent: u64,
-    /// First worker that served it; -1 for answers of the master (errors).
-    pub worker: i32,
-    /// When the master parsed it.
-    pub arrival_ns: u64,
-    /// When it entered the buffer (0 for answers of the master).
-    pub admitted_ns: u64,
-    /// 0 when no worker ever ran it.
-    pub first_run_ns: u64,
-    pub completion_ns: u64,
-    pub wait_ns: u64,
-    pub service_ns: u64,
-    /// Time parked on a full socket, waiting for the client to read (in `completion_ns −
-    /// arrival_ns`, in neither `wait_ns` nor `service_ns`), and how many times it parked.
-    pub parked_ns: u64,
-    pub parks: u32,
-    pub turns: u32,
-    pub switches: u32,
-    pub workers: u32,
-    pub path: String,
-    /// Every pass of a worker over the request, `worker:start_ns:end_ns` separated by `;` (one
-    /// CSV field): which worker served it when. Passes of one worker with no other request
-    /// between them are one of `turns` but separate segments here; their times add up to
-    /// `service_ns`.
-    #[serde(serialize_with = "segments_field")]
-    pub segments: Vec<crate::worker::Segment>,
-}
-
-fn segments_field<S: serde::Serializer>(
-    segments: &[crate::worker::Segment],
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    use std::fmt::Write;
-    let mut text = String::with_capacity(segments.len() * 32);
-    for (i, (w, a, b)) in segments.iter().enumerate() {
-        if i > 0 {
-            text.push(';');
-        }
-        let _ = write!(text, "{w}:{a}:{b}");
-    }
-    s.serialize_str(&text)
-}
-
-/// What the master shares with the workers.
-pub struct Shared {
-    pub cfg: ServeConfig,
-    pub queue: Queue<Box<Job>>,
-    /// Requests waiting for their client to read (a full socket), off the workers.
-    pub lot: Lot,
-    pub draining: AtomicBool,
-    inbox: Mutex<Vec<(Arc<Conn>, Msg)>>,
-    waker: Arc<Waker>,
-    pub busy_ns: Vec<AtomicU64>,
-    pub served: AtomicU64,
-    pub aborted: AtomicU64,
-}
-
-impl Shared {
-    fn notify(&self, conn: Arc<Conn>, msg: Msg) {
-        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        let wake = inbox.is_empty();
-        inbox.push((conn, msg));
-        drop(inbox);
-        if wake {
-            let _ = self.waker.wake();
-        }
-    }
-}
 
 /// What a server did, written to `stats` at exit and returned to the caller.
 #[derive(Clone, Debug, Default, Serialize)]

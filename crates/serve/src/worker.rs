@@ -32,68 +32,11 @@ use crate::clock::now_ns;
 use crate::config::PacketUnit;
 use crate::cost::spend_until;
 use crate::queue::Done;
-use crate::server::{Conn, Record, Shared};
+use crate::request::{Job, Packet, Record};
+use crate::shared::Shared;
 
 /// Packets this small go out in one write together with the response head.
 const COALESCE: u64 = 16 * 1024;
-
-/// A request on its way through the server.
-pub struct Job {
-    pub conn: Arc<Conn>,
-    pub file: File,
-    pub size: u64,
-    /// Body bytes sent so far.
-    pub sent: u64,
-    /// The response head, followed by the first packet's body when that is small (one write).
-    pub head: Vec<u8>,
-    /// Bytes of `head` written.
-    pub head_off: usize,
-    /// Body bytes at the end of `head`.
-    pub head_body: u64,
-    /// Whether all of `head` is written.
-    pub head_sent: bool,
-    pub head_only: bool,
-    /// The packet being sent, if a full socket interrupted it.
-    pub packet: Option<Packet>,
-    pub keep_alive: bool,
-    pub class: u32,
-    pub request_id: Option<u64>,
-    pub path: Vec<u8>,
-    pub seq: u64,
-    /// When the master parsed it.
-    pub arrival_ns: u64,
-    /// When it entered the buffer (later than `arrival_ns` while the buffer was full).
-    pub admitted_ns: u64,
-    pub first_run_ns: u64,
-    pub wait_ns: u64,
-    pub service_ns: u64,
-    /// Time parked on a full socket, and how many times it parked.
-    pub parked_ns: u64,
-    pub parks: u32,
-    /// When it last parked (the end of the turn that met the full socket).
-    pub parked_at_ns: u64,
-    /// When the client last took bytes (a write went through, or the socket drained while
-    /// parked): the send timeout counts from here.
-    pub progress_ns: u64,
-    pub turns: u32,
-    pub switches: u32,
-    pub first_worker: i32,
-    pub workers: Vec<u16>,
-    /// The worker that ran its last turn (-1: none yet).
-    pub last_worker: i32,
-    /// Every pass of a worker over it (worker, start ns, end ns), kept only while the log is on.
-    pub segments: Vec<Segment>,
-}
-
-/// A packet under way: body bytes still to write, and the fraction of a packet it is.
-#[derive(Clone, Copy, Debug)]
-pub struct Packet {
-    pub left: u64,
-    pub fraction: f64,
-}
-
-/// One pass of a worker over a request: (worker, start ns, end ns) on the server's clock.
-pub type Segment = (u16, u64, u64);
 
 enum Outcome {
     Done,
@@ -373,21 +316,6 @@ fn pread_some(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 fn pread_exact(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     file.read_exact_at(buf, offset)
-}
-
-/// Bytes written to the socket that the client has not acknowledged (SIOCOUTQ): the
-/// parking lot's measure of progress, since the kernel says "writable" only when half of a
-/// large send buffer is free, which a client reading steadily but slowly may take longer than
-/// the send timeout to reach.
-pub(crate) fn unsent(fd: RawFd) -> u64 {
-    let mut n: libc::c_int = 0;
-    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int through the pointer.
-    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
-    if r == 0 {
-        n.max(0) as u64
-    } else {
-        u64::MAX // unknown: never counts as progress
-    }
 }
 
 /// One write of `data` on the non-blocking socket `fd`: the bytes taken (at least one), or
