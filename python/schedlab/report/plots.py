@@ -137,13 +137,15 @@ class Context:
         run between their values (a sim-only balancer case beside the os world), so the world
         draws one line there, not one copy per value."""
         s = self.res.summaries
+        if "run" not in s:
+            return {}
         out: dict[str, set[str]] = {}
         for world in self.worlds:
             w = s[s["world"] == world]
             keys = [c for c in ("label", self.x, "replication") if c is not None and c in w]
             out[world] = {
                 k for k in self.others
-                if "run" in w and len(w[k].unique()) > 1
+                if w[k].nunique(dropna=False) > 1
                 and (w.groupby([*keys, *(o for o in self.others if o != k)], sort=False,
                                dropna=False)["run"].nunique() == 1).all()}
         return out
