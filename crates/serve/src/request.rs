@@ -1,7 +1,7 @@
 //! A request and its connection, as the master, the workers and the parking lot share them:
-//! the connection ([`Conn`]), the request on its way ([`Job`]), and its row of the log
-//! ([`Record`]). The types only; who does what with them is in [`crate::server`],
-//! [`crate::worker`] and [`crate::park`].
+//! the connection ([`Conn`]), the request on its way ([`Job`]), its row of the log
+//! ([`Record`]), and the socket's unsent bytes ([`unsent`]). Who does what with them is in
+//! [`crate::server`], [`crate::worker`] and [`crate::park`].
 
 use std::fs::File;
 use std::os::fd::RawFd;
