@@ -34,7 +34,7 @@ pub struct Lot {
 }
 
 impl Lot {
-    /// The lot and the poller its thread will watch ([`run`]).
+    /// The lot and the poller its thread will watch ([`crate::park::run`]).
     pub fn new() -> io::Result<(Lot, Poll)> {
         let poll = Poll::new()?;
         let lot = Lot {

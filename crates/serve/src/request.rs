@@ -1,6 +1,6 @@
 //! A request and its connection, as the master, the workers and the parking lot share them:
 //! the connection ([`Conn`]), the request on its way ([`Job`]), its row of the log
-//! ([`Record`]), and the socket's unsent bytes ([`unsent`]). Who does what with them is in
+//! ([`Record`]), and the socket's unsent bytes (`unsent`). Who does what with them is in
 //! [`crate::server`], [`crate::worker`] and [`crate::park`].
 
 use std::fs::File;
