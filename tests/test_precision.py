@@ -25,7 +25,8 @@ RUNS = 400
 
 def _one(args: tuple[str, float, str, int]) -> tuple[int, list[float], list[float], bool]:
     policy, load, size, seed = args
-    s = schedlab.simulate(policy=policy, load=load, size=size, precision=0.05, seed=seed).summary
+    s = schedlab.simulate(policy=policy, load=load, size=size, precision=0.05, seed=seed,
+                          keep_jobs=False).summary
     return s["jobs"], s["response_mean_ci"], s["response_p99_ci"], s["precision_reached"]
 
 
