@@ -7,7 +7,7 @@ run. Cases: M/M/1 at load 0.9 for FCFS, RR (quantum 0.1), PS and SRPT (bench/mm1
     .venv/bin/python versus.py --baseline /path/to/old/.venv/bin/python [--reps 5] [--cpu N]
 
 Each repetition runs every case once under each build, in alternating order; throughput is
-jobs (or events) per wall second of the `simulate` call alone, median over repetitions.
+jobs (or events) per wall second of the `simulate` calls alone, median over repetitions.
 
     .venv/bin/python versus.py --baseline ... --callgrind
 
@@ -43,6 +43,13 @@ CASES = {
     "64 CPUs per-CPU RR, linux balancer, 10,000 tasks": ("events", dict(
         policy="rr", quantum=0.5, clients=10_000, size="exp:2", think="exp:400", cpus=64,
         runqueues="per-cpu", placement="last", balancer="linux", time=20_000)),
+    # Short runs, as a sweep's points or a test suite make them (`repeat`: the child makes
+    # that many calls, seeds one after the other, and times them together), with the
+    # defaults a user gets: automatic warm-up, the per-job table kept.
+    "M/M/1 FCFS, 200 runs of 1,000 jobs": ("jobs", dict(
+        policy="fcfs", load=0.9, size="exp:1", jobs=1_000, repeat=200, keep_jobs=True)),
+    "M/M/1 FCFS, 50 runs of 20,000 jobs": ("jobs", dict(
+        policy="fcfs", load=0.9, size="exp:1", jobs=20_000, repeat=50, keep_jobs=True)),
 }
 
 CHILD = """
@@ -53,11 +60,15 @@ spec = json.loads(sys.argv[1])
 # One tiny run first: since issue 12 the first simulate() imports the API (pandas), which must
 # not count in the time of a build that has it against one that imported it with the package.
 schedlab.simulate(keep_jobs=False, policy="fcfs", load=0.5, size="exp:1", jobs=100, warmup=0)
+repeat = spec.pop("repeat", 1)
+spec.setdefault("keep_jobs", False)
+jobs = events = 0
 t0 = time.perf_counter()
-r = schedlab.simulate(keep_jobs=False, **spec)
+for i in range(repeat):
+    s = schedlab.simulate(**{**spec, "seed": spec["seed"] + i}).summary
+    jobs, events = jobs + s["jobs"], events + s["events"]
 wall = time.perf_counter() - t0
-s = r.summary
-print(json.dumps({"wall": wall, "jobs": s["jobs"], "events": s["events"],
+print(json.dumps({"wall": wall, "jobs": jobs, "events": events,
                   "response_mean": s["response_mean"]}))
 """
 
@@ -68,11 +79,12 @@ CALLGRIND_SCALE = 20
 def instructions(python: str, spec: dict) -> int:
     """Instructions executed inside `simulate` (inclusive), counted by callgrind."""
     small = dict(spec)
-    for key in ("jobs", "time"):
-        if key in small:
-            small[key] = small[key] // CALLGRIND_SCALE
-    child = ("import json, sys, schedlab; "
-             "schedlab.simulate(keep_jobs=False, **json.loads(sys.argv[1]))")
+    if small.pop("repeat", None) is None:  # a short case: one of its runs, whole
+        for key in ("jobs", "time"):
+            if key in small:
+                small[key] = small[key] // CALLGRIND_SCALE
+    small.setdefault("keep_jobs", False)
+    child = "import json, sys, schedlab; schedlab.simulate(**json.loads(sys.argv[1]))"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python,
