@@ -59,6 +59,47 @@ pub struct JobTable {
 }
 
 impl JobTable {
+    /// An empty table with room for `rows` rows (no copies while it fills to that many).
+    pub fn with_capacity(rows: usize) -> JobTable {
+        JobTable {
+            job: Vec::with_capacity(rows),
+            client: Vec::with_capacity(rows),
+            class: Vec::with_capacity(rows),
+            cpu: Vec::with_capacity(rows),
+            arrival: Vec::with_capacity(rows),
+            first_run: Vec::with_capacity(rows),
+            completion: Vec::with_capacity(rows),
+            size: Vec::with_capacity(rows),
+            wait: Vec::with_capacity(rows),
+            response: Vec::with_capacity(rows),
+            slowdown: Vec::with_capacity(rows),
+            context_switches: Vec::with_capacity(rows),
+            migrations: Vec::with_capacity(rows),
+        }
+    }
+
+    /// The table without the room it reserved and did not use (a run cut short by its time
+    /// measures fewer jobs than it asked for). Growth alone leaves at most twice the rows,
+    /// and is kept: trimming it would copy a long run's whole table.
+    pub fn trimmed(mut self) -> JobTable {
+        if self.job.capacity() > 2 * self.len() {
+            self.job.shrink_to_fit();
+            self.client.shrink_to_fit();
+            self.class.shrink_to_fit();
+            self.cpu.shrink_to_fit();
+            self.arrival.shrink_to_fit();
+            self.first_run.shrink_to_fit();
+            self.completion.shrink_to_fit();
+            self.size.shrink_to_fit();
+            self.wait.shrink_to_fit();
+            self.response.shrink_to_fit();
+            self.slowdown.shrink_to_fit();
+            self.context_switches.shrink_to_fit();
+            self.migrations.shrink_to_fit();
+        }
+        self
+    }
+
     pub fn len(&self) -> usize {
         self.response.len()
     }

@@ -50,7 +50,11 @@ impl Accounting {
                 e
             }),
             service: vec![0.0; share_tasks.unwrap_or(0)],
-            table: cfg.keep_jobs.then(JobTable::default),
+            // Room for the measured jobs when their number is known, up to a million (the
+            // columns would otherwise be copied at each doubling); longer runs grow.
+            table: cfg
+                .keep_jobs
+                .then(|| JobTable::with_capacity(cfg.jobs.unwrap_or(0).min(1 << 20) as usize)),
             schedule: cfg.keep_schedule.then(Vec::new),
             series: cfg.load_sample.map(|_| Vec::new()),
             overhead: 0.0,

@@ -3,7 +3,7 @@
 //! model's summary, which computes everything else the same way for every world.
 
 use schedlab_model::balance::LoadSamples;
-use schedlab_model::summary::{Counters, TaskInput};
+use schedlab_model::summary::{Counters, JobTable, TaskInput};
 use schedlab_policy::JobId;
 use serde::Serialize;
 
@@ -116,7 +116,7 @@ impl Engine<'_> {
             tasks,
             loads,
             load_series: self.acct.series,
-            jobs: self.acct.table,
+            jobs: self.acct.table.map(JobTable::trimmed),
             schedule: self.acct.schedule,
         }
     }
