@@ -188,6 +188,13 @@ def test_time_to_balance_three_ways(quick_run):
     assert real["run"].nunique() == 2 * 2  # n = 3, 7; two replications in --quick
     assert (real["time_to_balance"] < 1000).all(), real["time_to_balance"].tolist()
     assert (real["balanced_fraction"] > 0.5).all(), real["balanced_fraction"].tolist()
+    # With schedlab's coordinator kept off CPU 1 (docs/os.md) the kernel nearly always
+    # balances by its idle CPU's periodic pull, which linux-32 models (README: 3 of 42 runs
+    # slower, 2026-11-27): linux-32's 30 ms is within 50% of the faster of its two runs at
+    # each n (20-40 ms; the default linux's 60 ms is not within 50% of 20-39).
+    fastest = real.drop_duplicates("run").groupby("workload.clients")["time_to_balance"].min()
+    for n, ttb in fastest.items():
+        assert expected["linux-32"] == pytest.approx(ttb, rel=0.5), (n, fastest.to_dict())
     html = make_report(res.dir, res.dir / "ttb.html").read_text()
     assert html.count('<figure class="figure" data-plot="balance">') == 1
     # One line for the kernel (its runs are shared by the cases), one per simulator case.

@@ -212,6 +212,12 @@ def test_pinned_start_is_balanced_by_the_kernel_and_reported_over_time():
     spec["cpus"] = 2
     r = osrun.run(spec)
     s = r.summary
+    # The coordinator kept to CPU 0 with the tasks (it would otherwise sleep on the idle CPU
+    # 1 and give the kernel newly-idle pulls); a run without a pinned start keeps to none.
+    assert r.environment["coordinator_cpus"] == [0]
+    assert not any("coordinator" in w for w in s["warnings"]), s["warnings"]
+    free = osrun.run({"clients": 1, "jobs": 1, "size": 5, "cpus": 2, **QUIET})
+    assert free.environment["coordinator_cpus"] is None
     # Before the release every task is on CPU 0: the load distribution is (7, 0).
     assert s["load_distribution_start"] == [7.0, 0.0]
     assert not r.load.empty and list(r.load.columns) == ["t", "cpu0", "cpu1"]

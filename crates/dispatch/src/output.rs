@@ -116,6 +116,8 @@ pub struct Coordinator {
     /// SCHED_FIFO priority of the coordinator (the watchdog), if it could be raised.
     pub watchdog_rtprio: Option<u32>,
     pub watchdog_error: Option<String>,
+    /// CPUs the coordinator kept to (a pinned start's CPUs); None: any.
+    pub cpus: Option<Vec<usize>>,
     /// CPU time of the coordinator during the run (utime + stime), ms.
     pub cpu_ms: f64,
     /// Part of it spent measuring (placement samples, counter reads), ms.

@@ -257,6 +257,7 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         "workers_autogroups": agroups,
         "workers_cgroups": cgroups,
         "watchdog_rtprio": raw["coordinator"]["watchdog_rtprio"],
+        "coordinator_cpus": raw["coordinator"]["cpus"],
         "noise": noise,
         "cpus_used": cpus,
     })
