@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -239,3 +240,16 @@ def test_kill_9_of_a_sweep_takes_its_servers_and_processes_along(world, tmp_path
         time.sleep(0.05)
     left = [c for c in started if _alive(c)]
     assert not left, f"alive 5 s after the sweep died: {left}"
+    if world == "server":
+        # kill -9 leaves no process to remove the run's scratch directory (its catalogue and
+        # request log); the next server run removes it, its owner being dead.
+        from schedlab import server
+
+        def scratch() -> list[Path]:
+            tmp = Path(tempfile.gettempdir())
+            return [d for pid in started for d in tmp.glob(f"{server.WORK_PREFIX}{pid}-*")]
+
+        assert scratch(), "the killed run's scratch directory was expected to outlive it"
+        server.run({"policy": "fcfs", "clients": 1, "jobs": 3, "seed": 1,
+                    "catalogue": [{"path": "/a.bin", "bytes": 4096}]})
+        assert not scratch()

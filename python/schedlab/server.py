@@ -21,6 +21,7 @@ import math
 import os
 import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -474,12 +475,38 @@ class ServerProcess:
             self.proc.wait()
 
 
+WORK_PREFIX = "schedlab-server-"
+
+
+def _work_dir() -> tempfile.TemporaryDirectory[str]:
+    """A run's scratch directory (the catalogue, the request log), named after the process
+    that owns it. A sweep killed with SIGKILL takes its runs along before they can remove
+    theirs (kill -9 leaves no process to clean up), so each run first removes the ones whose
+    owner is gone."""
+    for d in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*-*"):
+        owner = d.name[len(WORK_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(d, ignore_errors=True)
+    return tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{os.getpid()}-")
+
+
+def _alive(pid: int) -> bool:
+    """Running or sleeping; a zombie (killed, not yet reaped) is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: keep its directory
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def run(spec: dict[str, Any]) -> Result:
     """Runs one server-world spec and returns a Result in the common schema."""
     import pandas as pd
 
     p = plan(spec)
-    with tempfile.TemporaryDirectory(prefix="schedlab-server-") as tmp:
+    with _work_dir() as tmp:
         work = Path(tmp)
         root = work / "root"
         root.mkdir()
