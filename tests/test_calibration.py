@@ -136,6 +136,34 @@ def test_a_profile_becomes_the_simulators_terms_by_hand(profile_file):
     assert any("start_cost -0.01 ms < 0" in n for n in notes)
 
 
+def test_an_idle_machines_wake_up_is_its_own_term(profile_file, tmp_path):
+    # [server.idle_delay] (one client thinking long): what a request that finds the server
+    # empty spends outside the workers; beyond the busy delay it is idle_wake.
+    assert "idle_wake" not in profile.model_terms(profile.load(profile_file), {})[0]
+    woken = tmp_path / "woken.toml"
+    woken.write_text(PROFILE + "[server.idle_delay]\nmean = 0.25\n")
+    terms, notes = profile.model_terms(profile.load(woken), {"policy": "fcfs"})
+    assert terms["idle_wake"] == pytest.approx(0.25 - 0.1)
+    assert any("waits 0.15 ms more for it to wake (idle_wake)" in n for n in notes)
+    # Measured under the busy delay (noise): no negative wake-up.
+    woken.write_text(PROFILE + "[server.idle_delay]\nmean = 0.09\n")
+    assert profile.model_terms(profile.load(woken), {})[0]["idle_wake"] == 0.0
+    woken.write_text(PROFILE + "[server.idle_delay]\nlow = 0.2\n")
+    with pytest.raises(schedlab.SpecError, match=r"\[server.idle_delay\] has no mean"):
+        profile.load(woken)
+    # In the model: two clients thinking 30 ms on an otherwise empty server mostly find it
+    # empty, and their mean response grows by nearly the whole wake-up; 32 clients on 2 CPUs
+    # keep it busy and hardly pay it.
+    spec = dict(policy="fcfs", think="exp:30", size="exp:5", cpus=2, jobs=20_000, seed=2,
+                keep_jobs=False)
+    for clients, share in ((2, (0.75, 0.95)), (32, (0.0, 0.05))):
+        plain = schedlab.simulate(**spec, clients=clients).summary["response_mean"]
+        woke = schedlab.simulate(**spec, clients=clients, idle_wake=0.15).summary
+        assert share[0] < (woke["response_mean"] - plain) / 0.15 < share[1], clients
+    with pytest.raises(schedlab.SpecError, match="^idle_wake = 0.15.*shares the CPU"):
+        schedlab.simulate("ps", load=0.5, jobs=10, idle_wake=0.15)
+
+
 def test_a_profile_reaches_the_simulator_from_python_the_cli_and_a_file(profile_file,
                                                                         tmp_path):
     spec = dict(policy="fcfs", clients=2, think="exp:5", size="exp:2", jobs=3_000, seed=4)
@@ -310,6 +338,10 @@ def test_a_known_emulated_cost_is_calibrated_back(tmp_path):
     assert terms["per_kib"]["mean"] == pytest.approx(0.1, rel=0.05)
     assert terms["fixed"]["low"] <= terms["fixed"]["mean"] <= terms["fixed"]["high"]
     assert 0 <= terms["turn"]["mean"] < 0.5 and 0 < terms["delay"]["mean"] < 2
+    # After a long think the server is woken first (on this machine 0.1-0.2 ms more than the
+    # busy delay; a machine that never sleeps would show none).
+    assert terms["idle_delay"]["think_ms"] == 20.0 and 0 < terms["idle_delay"]["mean"] < 2
+    assert prof["fit"]["phases"]["idle"] > 30
     assert prof["profile"]["config"]["cost"] == "5ms+0.1ms/KiB"
     assert prof["fit"]["requests"] > 300 and prof["profile"]["seconds"] > 0
     assert "fixed" in run.stdout and "ms/KiB" in run.stdout

@@ -64,6 +64,7 @@ FEW, MANY = 8, 256  # processes per CPU in the os world's batches
 QUICK_MANY = 64
 SIZES = (2.0, 8.0)  # ms of CPU per job in the kernel's batches
 PHASE_MS = 2_500.0  # load per phase (ms)
+IDLE_THINK_MS = 20.0  # the idle phase's think time: long enough for the machine to sleep
 OUTLIER_MADS = 8.0  # a request this many MADs off the first fit is left out of the second
 TERMS = ("fixed", "per_kib", "turn", "switch")
 
@@ -97,10 +98,12 @@ def _sizes(packet: int, per_byte: float) -> list[int]:
 
 
 def _phase(config: dict[str, Any], policy: str, params: dict[str, Any], clients: int,
-           sizes: list[int], seed: int, duration_ms: float) -> Any:
+           sizes: list[int], seed: int, duration_ms: float, think: float | None = None) -> Any:
     catalogue = [{"path": f"/cal/{i}.bin", "bytes": b} for i, b in enumerate(sizes)]
+    if think is None:
+        think = 0.5 if clients == 1 else 0.0
     spec = {**config, "policy": policy, "params": params, "clients": clients,
-            "think": "det:0.5" if clients == 1 else "det:0", "catalogue": catalogue,
+            "think": f"det:{think}", "catalogue": catalogue,
             "time": duration_ms, "warmup": 20, "seed": seed}
     return machinery.run(spec)
 
@@ -186,6 +189,8 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
     alone = _phase(config, "fcfs", {}, 1, sizes, seed, phase_ms)
     turns = _phase(config, "rr", {"quantum": 1}, 1, large, seed + 1, phase_ms)
     switches = _phase(config, "rr", {"quantum": 1}, 2 * cpus, large, seed + 2, phase_ms)
+    # One client that thinks long enough for the machine to fall asleep between requests.
+    idle = _rows(_phase(config, "fcfs", {}, 1, sizes, seed + 3, phase_ms, think=IDLE_THINK_MS))
     rows = [_rows(r) for r in (alone, turns, switches)]
     coef, se, n, left_out = _fit(np.vstack(rows))
     a = rows[0]
@@ -198,6 +203,11 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
     terms["fixed"].update(_quantiles(fixed_each))
     terms["delay"] = _term(float(np.mean(delay)), float(np.std(delay, ddof=1) / math.sqrt(
         len(delay))), len(delay), units["delay"], **_quantiles(delay))
+    idle_delay = idle[:, 4] - idle[:, 0]
+    terms["idle_delay"] = _term(float(np.mean(idle_delay)), float(np.std(
+        idle_delay, ddof=1) / math.sqrt(len(idle_delay))), len(idle_delay),
+        profiles.OPTIONAL_SERVER_TERMS["idle_delay"], think_ms=IDLE_THINK_MS,
+        **_quantiles(idle_delay))
     seconds = time.monotonic() - started
     return {
         "profile": {**_machine(profiles.SERVER, seconds),
@@ -205,7 +215,8 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
         "server": terms,
         "fit": {
             "requests": n, "left_out": left_out,
-            "phases": {"alone": len(rows[0]), "turns": len(rows[1]), "switches": len(rows[2])},
+            "phases": {"alone": len(rows[0]), "turns": len(rows[1]), "switches": len(rows[2]),
+                       "idle": len(idle)},
             "file_bytes": sizes, "packet_bytes": packet,
             "emulated_per_kib": per_byte * 1024,
         },

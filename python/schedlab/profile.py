@@ -15,7 +15,9 @@ would hide the spread, its quantiles:
 - `turn`: worker time of every later turn of a request that goes on after its own quantum;
 - `switch`: what a later turn costs more when its worker ran another request just before;
 - `delay`: a request's time outside the workers with no queue: the client's send, the
-  master's read and parse, the hand-off to an idle worker, the response's way back.
+  master's read and parse, the hand-off to an idle worker, the response's way back;
+- `idle_delay` (optional: older profiles lack it): the same after a long think, when the
+  server has fallen asleep.
 
 The simulator's model of it (`model_terms`): a job of s ms of ideal service (the cost
 model's `F + per-byte x bytes`) costs the measured `fixed + per_kib x KiB`: its first run
@@ -23,7 +25,8 @@ model's `F + per-byte x bytes`) costs the measured `fixed + per_kib x KiB`: its 
 `service_scale x s + service_offset` (offset -scale x F), so that a quantum counts the bytes
 alone, as the server's packets do; a run that goes on with the job its CPU ran just before
 costs `turn_cost`, one after another job's `context_switch` (turn + switch); each response
-includes `dispatch_delay`. Work
+includes `dispatch_delay`, and a job that finds the machine empty pays `idle_wake`
+(`idle_delay - delay`) on its first run. Work
 parameters (a quantum) become whole packets, as the server counts them, of the calibrated
 per-KiB cost. A profile measured under another emulated cost still applies: the server's own
 part (measured minus emulated) is added to the spec's cost.
@@ -69,6 +72,8 @@ SERVER_TERMS = {
     "switch": "ms",
     "delay": "ms",
 }
+# Terms a profile may lack (written by an older schedlab): their model term is then 0.
+OPTIONAL_SERVER_TERMS = {"idle_delay": "ms"}
 OS_TERMS = {
     "start": "ms",
     "scale": "ms/ms",
@@ -92,7 +97,8 @@ OS_KEYS = ("sched", "enforce")
 ALLOWED = ("a machine profile written by `schedlab calibrate` (TOML: [profile] format = 1, "
            "world = \"server\" or \"os\", and a table of that world's terms, each with a "
            "mean: [server.fixed], [server.per_kib], [server.turn], [server.switch], "
-           "[server.delay]; or [os.start], [os.scale], [os.start_many], [os.scale_many], "
+           "[server.delay] (and [server.idle_delay] if measured); or [os.start], [os.scale], "
+           "[os.start_many], [os.scale_many], "
            "[os.other_start], [os.other_scale], [os.other_start_many], [os.other_scale_many], "
            "[os.dispatch_start], [os.dispatch_start_many], [os.dispatch_switch])")
 
@@ -113,7 +119,9 @@ def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
     if world not in TERMS:
         raise spec_error(key, str(path), ALLOWED + f"; its world is {world!r}")
     terms = data.get(world)
-    for name in TERMS[world]:
+    optional = [n for n in OPTIONAL_SERVER_TERMS if world == SERVER and isinstance(terms, dict)
+                and n in terms]
+    for name in [*TERMS[world], *optional]:
         term = terms.get(name) if isinstance(terms, dict) else None
         mean = term.get("mean") if isinstance(term, dict) else None
         if not (isinstance(mean, int | float) and not isinstance(mean, bool)
@@ -204,12 +212,19 @@ def model_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str
         "context_switch": switch,
         "dispatch_delay": max(mean(profile, "delay"), 0.0),
     }
+    # A request that finds the server empty waits for it to wake: what it spends outside the
+    # workers after a long think, beyond the busy machine's delay.
+    if "idle_delay" in profile[SERVER]:
+        terms["idle_wake"] = max(mean(profile, "idle_delay") - mean(profile, "delay"), 0.0)
     notes.insert(0, f"a request costs {fixed:.4g} ms + {per_kib:.4g} ms/KiB (start_cost "
                  f"{start:.4g} ms, then its bytes: service_scale {scale:.4g}, service_offset "
                  f"{terms['service_offset']:.4g} ms), a turn that goes on "
                  f"{terms['turn_cost']:.4g} ms, one after another request's "
                  f"{terms['context_switch']:.4g} ms, and a response "
                  f"{terms['dispatch_delay']:.4g} ms outside the workers")
+    if "idle_wake" in terms:
+        notes.insert(1, f"a request that finds the server empty waits "
+                     f"{terms['idle_wake']:.4g} ms more for it to wake (idle_wake)")
     params = _packet_params({**spec, **server}, per_packet * scale, per_packet, packet_bytes, notes)
     if params is not None:
         terms["params"] = params

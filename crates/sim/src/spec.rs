@@ -60,6 +60,7 @@ pub struct SimSpec {
     pub service_scale: Option<f64>,
     pub service_offset: Option<f64>,
     pub dispatch_delay: Option<f64>,
+    pub idle_wake: Option<f64>,
     pub buffer: Option<u64>,
     pub runqueues: Option<String>,
     pub placement: Option<String>,
@@ -283,6 +284,9 @@ pub struct Machine {
     pub service_offset: f64,
     /// Time between a job's submission and its arrival at the machine, counted in its response.
     pub dispatch_delay: f64,
+    /// CPU time of the first run of a job that arrived to an empty machine, before its
+    /// service (an idle machine's wake-up), on top of `start_cost`.
+    pub idle_wake: f64,
     /// Arrivals wait outside the runqueue, in order, while this many jobs wait in it (a
     /// server's bounded buffer; global runqueue only).
     pub buffer: Option<usize>,
@@ -690,6 +694,7 @@ impl SimSpec {
                 v => v.unwrap_or(0.0),
             },
             dispatch_delay: non_negative("dispatch_delay", self.dispatch_delay, 0.0)?,
+            idle_wake: non_negative("idle_wake", self.idle_wake, 0.0)?,
             buffer: match (self.buffer, runqueues) {
                 (Some(0), _) => return Err(err("buffer", 0, "a number of jobs >= 1")),
                 (Some(b), Runqueues::PerCpu) => {

@@ -160,3 +160,48 @@ fn a_run_cut_short_hands_back_a_table_without_its_unused_room() {
     assert!(jobs.response.capacity() <= 2 * jobs.len());
     assert!(jobs.migrations.capacity() <= 2 * jobs.len());
 }
+
+#[test]
+fn a_job_that_finds_the_machine_empty_pays_its_wake_up() {
+    // One CPU, FCFS, jobs of 2, 2, 1 sent at 0, 1, 5; each reaches the machine 0.2 later and
+    // starts after 0.1 (start_cost). Job 0 finds it empty and wakes it (0.5 more): runs
+    // 0.8-2.8, response 2.8. Job 1 finds job 0 there: runs 2.9-4.9, response 3.9. Job 2 finds
+    // it empty again: runs 5.8-6.8, response 1.8. Without idle_wake: 2.3, 3.4, 1.3.
+    let spec = |idle_wake: Option<f64>, policy: &str| SimSpec {
+        policy: Some(policy.into()),
+        trace: Some(trace("0,2\n1,2\n5,1\n")),
+        start_cost: Some(0.1),
+        dispatch_delay: Some(0.2),
+        idle_wake,
+        keep_jobs: Some(true),
+        keep_schedule: Some(true),
+        ..Default::default()
+    };
+    let responses = |out: &Output| {
+        let jobs = out.jobs.as_ref().unwrap();
+        let mut r: Vec<(i64, f64)> = jobs
+            .job
+            .iter()
+            .map(|&j| j as i64)
+            .zip(jobs.response.iter().copied())
+            .collect();
+        r.sort_by_key(|x| x.0);
+        r.into_iter()
+            .map(|x| (x.1 * 1e9).round() / 1e9)
+            .collect::<Vec<f64>>()
+    };
+    let woken = simulate(&spec(Some(0.5), "fcfs")).unwrap();
+    assert_eq!(responses(&woken), vec![2.8, 3.9, 1.8]);
+    let starts: Vec<f64> = woken
+        .schedule
+        .unwrap()
+        .iter()
+        .map(|s| (s.start * 1e9).round() / 1e9)
+        .collect();
+    assert_eq!(starts, vec![0.8, 2.9, 5.8]);
+    let plain = simulate(&spec(None, "fcfs")).unwrap();
+    assert_eq!(responses(&plain), vec![2.3, 3.4, 1.3]);
+    // Fluid policies have no first run to pay it on.
+    let e = simulate(&spec(Some(0.5), "ps")).err().expect("refused");
+    assert!(e.to_string().starts_with("idle_wake = 0.5"), "{e}");
+}

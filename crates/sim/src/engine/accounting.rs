@@ -109,6 +109,15 @@ impl Engine<'_> {
         }
     }
 
+    /// With `idle_wake`: notes whether job `id`, just arrived, found the machine empty (it is
+    /// the only job in it; a thread going on with its next job in place is not an arrival).
+    #[inline]
+    pub(super) fn note_idle_arrival(&mut self, id: JobId) {
+        if self.idle_wake && self.acct.in_system == 1 {
+            self.jobs[id.index()].woke_machine = true;
+        }
+    }
+
     pub(super) fn set_in_system(&mut self, delta: i64) {
         let a = &mut self.acct;
         a.in_system_area += a.in_system as f64 * a.clip(a.in_system_since, self.now);

@@ -395,7 +395,11 @@ impl Engine<'_> {
         let t = &mut self.tasks[j.task as usize];
         let start = if j.first_run.is_nan() {
             j.first_run = now;
-            m.start_cost
+            if j.woke_machine {
+                m.start_cost + m.idle_wake
+            } else {
+                m.start_cost
+            }
         } else {
             0.0
         };

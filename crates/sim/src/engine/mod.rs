@@ -96,6 +96,8 @@ struct Job {
     last_ran: f64,
     /// It enters its runqueue next as a wake-up (else as a new arrival).
     wakes: bool,
+    /// It arrived to an empty machine: its first run pays `idle_wake`.
+    woke_machine: bool,
     /// Priority before wake-up boosts, and whether it is waking from I/O (Windows boosts).
     base_priority: f64,
     woke_from_io: bool,
@@ -216,6 +218,8 @@ struct Engine<'a> {
     scaled: bool,
     /// `dispatch_delay`, read for every job.
     delay: f64,
+    /// `idle_wake` is set: arrivals note whether they found the machine empty.
+    idle_wake: bool,
     jobs: Vec<Job>,
     free_jobs: Vec<u32>,
     tasks: Vec<Task>,
@@ -348,15 +352,17 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
             f.set_cpus(share_cpus).map_err(|why| {
                 SpecError::new("cpus", m.cpus, format!("{why} (or runqueues = per-cpu)"))
             })?;
-            if let Some(ts) = m.timeslice {
-                return Err(SpecError::new(
-                    "timeslice",
-                    ts,
-                    format!(
-                        "a policy that runs jobs in turns; {} shares the CPU continuously",
-                        cfg.policy
-                    ),
-                ));
+            for (key, value) in [("timeslice", m.timeslice), ("idle_wake", Some(m.idle_wake))] {
+                if let Some(v) = value.filter(|&v| v > 0.0) {
+                    return Err(SpecError::new(
+                        key,
+                        v,
+                        format!(
+                            "a policy that runs jobs in turns; {} shares the CPU continuously",
+                            cfg.policy
+                        ),
+                    ));
+                }
             }
         }
         rqs.push(Runqueue {
@@ -407,6 +413,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         bounded: m.buffer.is_some(),
         scaled: m.service_scale != 1.0 || m.service_offset != 0.0,
         delay: m.dispatch_delay,
+        idle_wake: m.idle_wake > 0.0,
         jobs: Vec::new(),
         free_jobs: Vec::new(),
         tasks: Vec::new(),

@@ -96,6 +96,7 @@ impl Engine<'_> {
         self.issued += 1;
         let reuse = self.tasks[task as usize].entity;
         let id = self.new_job(class, task, size, None, reuse);
+        self.note_idle_arrival(id);
         self.ready.push(id);
     }
 
@@ -143,6 +144,7 @@ impl Engine<'_> {
                     let size = self.cfg.classes[class].size.sample(&mut self.rng_size);
                     let task = self.new_task(class as u32, -1);
                     let id = self.new_job(class, task, size, None, None);
+                    self.note_idle_arrival(id);
                     self.ready.push(id);
                 }
                 Workload::Trace { rows } => {
@@ -155,6 +157,7 @@ impl Engine<'_> {
                         None => self.new_task(class as u32, -1),
                     };
                     let id = self.new_job(class, task, row.size, Some(row), None);
+                    self.note_idle_arrival(id);
                     self.ready.push(id);
                 }
                 Workload::Closed { .. } => unreachable!("closed clients submit by timer"),
@@ -217,6 +220,7 @@ impl Engine<'_> {
                     waited: 0.0,
                     last_ran: f64::NEG_INFINITY,
                     wakes: false,
+                    woke_machine: false,
                     base_priority: 0.0,
                     woke_from_io: false,
                 });
@@ -277,6 +281,7 @@ impl Engine<'_> {
             waited: 0.0,
             last_ran,
             wakes,
+            woke_machine: false,
             base_priority: view.priority,
             woke_from_io: false,
             view,
