@@ -4,7 +4,7 @@ real file server and of real processes on this machine, written as a machine pro
 
 **The server**
 
-The server runs as configured (workers, cost, cost_mode, packet), on loopback, in three
+The server runs as configured (workers, cost, cost_mode, packet), on loopback, in four
 phases of a few seconds each, with a catalogue of files chosen to spread the sizes:
 
 1. one client, FCFS: every request alone in the server (worker time against file size: the
@@ -12,9 +12,11 @@ phases of a few seconds each, with a catalogue of files chosen to spread the siz
 2. one client, round robin with a one-packet quantum: a request goes on after its own
    quantum, turn after turn (the cost of a later turn);
 3. two clients per worker, round robin with a one-packet quantum: turns alternate between
-   requests (the extra cost of a switch).
+   requests (the extra cost of a switch);
+4. one client, FCFS, thinking 20 ms: the server falls asleep between requests (client
+   response minus worker time: the delay of a request that wakes it, `idle_delay`).
 
-One least-squares fit over all requests of the three phases gives worker time = fixed +
+One least-squares fit over all requests of the first three phases gives worker time = fixed +
 per_kib x KiB + turn x later turns + switch x later turns after another request, with 95%
 intervals from the fit's standard errors (requests far off the fit, the machine's hiccups,
 are left out and counted). Times come from the server's own per-request log (worker time,
