@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 ENV = "SCHEDLAB_DIE_WITH"
@@ -28,6 +29,17 @@ def die_with_parent(parent: int | None = None) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def alive(pid: int) -> bool:
+    """Running or sleeping; a zombie (dead, not yet reaped) is gone; unreadable: alive."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def child_env(env: dict[str, str] | None = None) -> dict[str, str]:

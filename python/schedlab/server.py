@@ -35,7 +35,7 @@ import numpy as np
 import schedlab._core as _core
 from schedlab._core import SpecError
 from schedlab.clikit import Parser, add_policy_param_flags
-from schedlab.lifetime import child_env, die_with_parent
+from schedlab.lifetime import alive, child_env, die_with_parent
 from schedlab.vocabulary import find_policy, param_value, spec_error
 
 if TYPE_CHECKING:
@@ -485,20 +485,9 @@ def _work_dir() -> tempfile.TemporaryDirectory[str]:
     owner is gone."""
     for d in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*-*"):
         owner = d.name[len(WORK_PREFIX):].split("-", 1)[0]
-        if owner.isdigit() and not _alive(int(owner)):
+        if owner.isdigit() and not alive(int(owner)):
             shutil.rmtree(d, ignore_errors=True)
     return tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{os.getpid()}-")
-
-
-def _alive(pid: int) -> bool:
-    """Running or sleeping; a zombie (killed, not yet reaped) is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True  # cannot tell: keep its directory
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def run(spec: dict[str, Any]) -> Result:

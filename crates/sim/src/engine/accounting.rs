@@ -13,7 +13,8 @@ use crate::spec::Config;
 pub(super) struct Accounting {
     pub(super) measure_start: f64,
     pub(super) measure_end: f64,
-    in_system: u64,
+    /// Jobs in the machine now (arrived, not yet completed).
+    pub(super) in_system: u64,
     in_system_since: f64,
     pub(super) in_system_area: f64,
     pub(super) measured_arrivals: u64,
@@ -106,15 +107,6 @@ impl Engine<'_> {
     pub(super) fn set_entitlement(&mut self, task: usize, weight: f64) {
         if let Some(s) = &mut self.acct.shares {
             s.set(task, weight);
-        }
-    }
-
-    /// With `idle_wake`: notes whether job `id`, just arrived, found the machine empty (it is
-    /// the only job in it; a thread going on with its next job in place is not an arrival).
-    #[inline]
-    pub(super) fn note_idle_arrival(&mut self, id: JobId) {
-        if self.idle_wake && self.acct.in_system == 1 {
-            self.jobs[id.index()].woke_machine = true;
         }
     }
 

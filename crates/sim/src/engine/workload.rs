@@ -100,6 +100,15 @@ impl Engine<'_> {
         self.ready.push(id);
     }
 
+    /// With `idle_wake`: notes whether job `id`, just arrived, found the machine empty (it is
+    /// the only job in it; a thread going on with its next job in place is not an arrival).
+    #[inline]
+    fn note_idle_arrival(&mut self, id: JobId) {
+        if self.idle_wake && self.acct.in_system == 1 {
+            self.jobs[id.index()].woke_machine = true;
+        }
+    }
+
     /// A closed client's next size: drawn, or its closed trace's next row.
     fn next_size(&mut self, task: usize, class: usize) -> f64 {
         match &self.cfg.workload {
