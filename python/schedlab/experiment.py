@@ -59,8 +59,10 @@ REPLAY_HELP = (
     "\"server\": each run of this world is the simulator on the requests of the server "
     "world's run with the same point, policy and replication (every client's thinks and "
     "file sizes, request for request, its warm-up left out the same; an open-loop run's "
-    "arrivals and sizes), so its gap to the server is the model's, not the noise of two "
-    "samples; this world then has the server's replications and no run length of its own")
+    "arrivals and sizes), sent until the server run stopped sending and then drained (a "
+    "client goes on past its recorded requests with ones drawn from the run's own), so its "
+    "gap to the server is the model's, not the noise of two samples; this world then has "
+    "the server's replications and no run length of its own")
 # Keys of a world's table that tell the runner how to run the world, not the world itself.
 RUNNER_KEYS = ("replications", "replay")
 # Spec keys that decide what is stored, not what is simulated: left out of a run's identity.

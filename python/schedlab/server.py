@@ -537,8 +537,10 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
         jobs, counted["warmup"] = cut_auto_warmup(jobs)
     ok = jobs[jobs["error"] == 0]
     summary, classes, tasks = _summary(p, ok, jobs, counted, stats)
-    trace = replay_trace(sent, p.service_ms)
+    trace = replay_trace(sent, p.service_ms, int(p.spec.get("seed", 1)))
     if trace is not None:
+        # Replayed until the run stopped sending, then drained, as the server run was.
+        trace.attrs["end"] = float(raw["summary"]["sending_ended"])
         # The requests a replay leaves out at its start: the generator's warm-up and the
         # ones `warmup = "auto"` cut (failed requests are in neither the trace nor the count).
         warm_ok = int((sent["warm"] & (sent["error"] == 0)).sum())
@@ -547,14 +549,19 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
                   schedule=schedule, spec={"world": "server", **p.spec}, replay_trace=trace)
 
 
-def replay_trace(sent: pd.DataFrame, size_ms: Any) -> pd.DataFrame | None:
+def replay_trace(sent: pd.DataFrame, size_ms: Any, seed: int = 1) -> pd.DataFrame | None:
     """A real run's requests as a trace for the simulator, warm-up included, failed requests
     left out: a closed-loop run as a closed trace (columns task, think, size: each client's
     requests in the order it sent them, the think before each, its send minus the arrival of
     its previous response, from the run's start for its first); an open-loop run as arrival,
     size. Sizes are ms of service by the cost model (`size_ms(bytes)`). Simulated with the
     run's policy and machine it is the same workload request for request, so a comparison
-    with the run is paired. None when the cost model gives no service time."""
+    with the run is paired. None when the cost model gives no service time.
+
+    A closed trace goes on past each client's recorded requests with as many again, drawn
+    (`seed`) from the run's own thinks and sizes: replayed until the run stopped sending
+    (`time` = its end, `drain`), a client the model serves faster than the server did keeps
+    sending, as it would have, instead of leaving the others a lighter machine at the end."""
     import pandas as pd
 
     ok = sent[sent["error"] == 0]
@@ -566,12 +573,22 @@ def replay_trace(sent: pd.DataFrame, size_ms: Any) -> pd.DataFrame | None:
         o = ok.sort_values("arrival", kind="stable")
         return pd.DataFrame({"arrival": o["arrival"].to_numpy(), "size": o["size"].to_numpy()})
     j = ok[ok["client"] >= 0].sort_values(["client", "arrival"], kind="stable")
-    previous = j.groupby("client")["completion"].shift(1).fillna(0.0)
+    previous = j.groupby("client")["completion"].shift(1)
     clients = {c: i for i, c in enumerate(sorted(j["client"].unique()))}
+    think = (j["arrival"] - previous.fillna(0.0)).clip(lower=0.0).to_numpy()
+    task = j["client"].map(clients).to_numpy()
+    size = j["size"].to_numpy()
+    # The thinks between requests (a client's first is from the run's start, not a think).
+    thinks = think[previous.notna().to_numpy()]
+    if not len(thinks):
+        thinks = think
+    rng = np.random.default_rng(seed)
+    more = int(np.bincount(task).max())
+    tasks = np.repeat(np.arange(len(clients)), more)
     return pd.DataFrame({
-        "task": j["client"].map(clients).to_numpy(),
-        "think": (j["arrival"] - previous).clip(lower=0.0).to_numpy(),
-        "size": j["size"].to_numpy(),
+        "task": np.concatenate([task, tasks]),
+        "think": np.concatenate([think, rng.choice(thinks, len(tasks))]),
+        "size": np.concatenate([size, rng.choice(size, len(tasks))]),
     })
 
 

@@ -140,7 +140,9 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
         replay = _replay_source(task)
         if "skipped" in replay:
             return _skipped(task, *replay["skipped"], {"start": start_wall, "end": time.time()})
-        task = {**task, "spec": {**task["spec"], "warmup": replay["warmup"]}}
+        # The replay ends as its run did: nothing sent from the run's end on, then drained.
+        ends = {"time": replay["end"], "drain": True} if replay.get("end") else {}
+        task = {**task, "spec": {**task["spec"], "warmup": replay["warmup"], **ends}}
     if module not in _RUNNERS:
         _RUNNERS[module] = worlds.runner(world, module)
     kw: dict[str, Any] = {"keep_jobs": task["jobs"]}
@@ -190,9 +192,11 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
         record["traced"] = trace is not None
         if trace is not None:
             record["replay_warmup"] = int(trace.attrs.get("warmup", 0))
+            if trace.attrs.get("end"):
+                record["replay_end"] = float(trace.attrs["end"])
     if replay is not None:
         record["replay"] = {"of": task["replay_of"], "trace": replay["digest"],
-                            "warmup": replay["warmup"]}
+                            "warmup": replay["warmup"], "end": replay["end"]}
     # Written last: the record is what marks the run as done.
     write_json(runs / f"{rid}.json", record)
     timing["store"] = time.perf_counter() - t1
@@ -221,7 +225,8 @@ def _replay_source(task: dict[str, Any]) -> dict[str, Any]:
     if not rec.get("traced"):
         return {"skipped": ("nothing to replay", "the run's requests have no service time "
                             "(a server run needs machine.cost) or none succeeded")}
-    return {"digest": _trace_digest(runs_dir, of), "warmup": int(rec["replay_warmup"])}
+    return {"digest": _trace_digest(runs_dir, of), "warmup": int(rec["replay_warmup"]),
+            "end": rec.get("replay_end")}
 
 
 def execute_chunk(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:

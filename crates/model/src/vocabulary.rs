@@ -116,6 +116,7 @@ pub const KEYS: &[Key] = &[
     key("size", S::Workload, F::Dist, U::Work, "job size (service demand) distribution; default exp:1"),
     key("jobs", S::Workload, F::Int, U::Count, "measured jobs: arrivals stop after warmup + jobs, then the system drains"),
     key("time", S::Workload, F::Float, U::Time, "stop at this time (ms)"),
+    key("drain", S::Workload, F::Bool, U::Bool, "with time: nothing is sent from then on and the jobs in the system finish, measured, as a server run ends (its clients stop sending, its requests in flight complete); default false in the simulator (jobs still in the system at time are left unfinished), true in the server world"),
     key("clients", S::Workload, F::Int, U::Count, "closed workload: number of clients (tasks), each thinks then submits one job"),
     key("think", S::Workload, F::Dist, U::Time, "closed workload: think-time distribution (ms); default det:0"),
     key("batch", S::Workload, F::Int, U::Count, "a batch of one-shot tasks, one job each, all released at the start"),

@@ -44,6 +44,7 @@ pub struct SimSpec {
     pub size: Option<String>,
     pub jobs: Option<u64>,
     pub time: Option<f64>,
+    pub drain: Option<bool>,
     pub clients: Option<u32>,
     pub think: Option<String>,
     pub trace: Option<String>,
@@ -313,6 +314,9 @@ pub struct Config {
     /// Measured jobs (with `precision`: the first look at it).
     pub jobs: Option<u64>,
     pub time: Option<f64>,
+    /// With `time`: arrivals stop then and the jobs in the system finish, measured (a server
+    /// run's end), instead of being cut.
+    pub drain: bool,
     pub warmup: Warmup,
     pub warmup_time: f64,
     pub precision: Option<Precision>,
@@ -325,6 +329,21 @@ pub struct Config {
     pub batch_size: u64,
     /// Offered load per CPU, where it is known in advance.
     pub offered_load: Option<f64>,
+}
+
+impl Config {
+    /// When the run is cut: `time`, unless the run drains after it (then never).
+    pub fn stop(&self) -> Option<f64> {
+        self.time.filter(|_| !self.drain)
+    }
+
+    /// The instant from which nothing more is sent: `time` when the run drains after it.
+    pub fn sending_ends(&self) -> f64 {
+        match (self.drain, self.time) {
+            (true, Some(t)) => t,
+            _ => f64::INFINITY,
+        }
+    }
 }
 
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
@@ -378,6 +397,15 @@ impl SimSpec {
         let machine = self.machine()?;
         let cpus = machine.cpus;
         let time = positive("time", self.time)?;
+        let drain = self.drain.unwrap_or(false);
+        if drain && time.is_none() {
+            return Err(err(
+                "drain",
+                true,
+                "drain with time: the time at which arrivals stop (without time, jobs or the \
+                 trace's end stops them and the system always drains)",
+            ));
+        }
         let warmup_time = non_negative("warmup_time", self.warmup_time, 0.0)?;
         if self.jobs == Some(0) {
             return Err(err("jobs", 0, "a whole number >= 1"));
@@ -604,6 +632,7 @@ impl SimSpec {
             io_device,
             jobs: self.jobs,
             time,
+            drain,
             warmup,
             warmup_time,
             precision,

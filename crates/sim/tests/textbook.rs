@@ -205,3 +205,80 @@ fn a_job_that_finds_the_machine_empty_pays_its_wake_up() {
     let e = simulate(&spec(Some(0.5), "ps")).err().expect("refused");
     assert!(e.to_string().starts_with("idle_wake = 0.5"), "{e}");
 }
+
+#[test]
+fn a_run_that_drains_stops_sending_at_its_time_and_finishes_what_it_holds() {
+    let responses = |out: &Output| {
+        let jobs = out.jobs.as_ref().unwrap();
+        let mut r: Vec<(f64, f64)> = jobs
+            .arrival
+            .iter()
+            .copied()
+            .zip(jobs.response.iter().copied())
+            .collect();
+        r.sort_by(|a, b| a.0.total_cmp(&b.0));
+        r.into_iter()
+            .map(|x| ((x.0 * 1e9).round() / 1e9, (x.1 * 1e9).round() / 1e9))
+            .collect::<Vec<(f64, f64)>>()
+    };
+    // Closed: one client thinks 1, sends a job of 2 (reaching the machine 0.25 later): sent
+    // at 1 (runs 1.25-3.25), at 4.25 (runs 4.5-6.5); its next send, at 7.5, is past time = 5.
+    // Drained: both jobs finish, responses 2.25 and 2.25, the run ends at 6.5. Cut at 5: one.
+    let closed = |drain: Option<bool>| SimSpec {
+        clients: Some(1),
+        think: Some("det:1".into()),
+        size: Some("det:2".into()),
+        dispatch_delay: Some(0.25),
+        time: Some(5.0),
+        drain,
+        keep_jobs: Some(true),
+        ..Default::default()
+    };
+    let drained = simulate(&closed(Some(true))).unwrap();
+    assert_eq!(responses(&drained), vec![(1.0, 2.25), (4.25, 2.25)]);
+    assert_eq!(drained.summary.unfinished, 0);
+    assert!((drained.summary.sim_time - 6.5).abs() < 1e-9);
+    // Sampled, the load series goes on until the last job is done, then stops.
+    let sampled = simulate(&SimSpec {
+        load_sample: Some(0.5),
+        ..closed(Some(true))
+    })
+    .unwrap();
+    let series = sampled.load_series.as_ref().expect("sampled");
+    assert_eq!(series.last().map(|s| s.time), Some(6.5));
+    let cut = simulate(&closed(None)).unwrap();
+    assert_eq!(responses(&cut), vec![(1.0, 2.25)]);
+    assert_eq!(cut.summary.unfinished, 1);
+    // Open: sends every 1.5 (at 1.5, 3, 4.5; the one at 6 is past time = 5), jobs of 1 on one
+    // CPU: all three finish, the last at 5.5, though it arrives after nothing.
+    let open = SimSpec {
+        arrival: Some("det:1.5".into()),
+        size: Some("det:1".into()),
+        time: Some(5.0),
+        drain: Some(true),
+        warmup: Some(schedlab_sim::spec::WarmupSpec::Jobs(0)),
+        keep_jobs: Some(true),
+        ..Default::default()
+    };
+    let out = simulate(&open).unwrap();
+    assert_eq!(responses(&out), vec![(1.5, 1.0), (3.0, 1.0), (4.5, 1.0)]);
+    // An open trace stops at its first row sent at or after time.
+    let rows = SimSpec {
+        trace: Some(trace("0,1\n2,3\n5,1\n6,1\n")),
+        time: Some(5.0),
+        drain: Some(true),
+        keep_jobs: Some(true),
+        ..Default::default()
+    };
+    let out = simulate(&rows).unwrap();
+    assert_eq!(responses(&out), vec![(0.0, 1.0), (2.0, 3.0)]);
+    // Without time there is nothing to drain after.
+    let e = simulate(&SimSpec {
+        drain: Some(true),
+        jobs: Some(10),
+        ..Default::default()
+    })
+    .err()
+    .expect("refused");
+    assert!(e.to_string().starts_with("drain = true"), "{e}");
+}

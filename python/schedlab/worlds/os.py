@@ -67,6 +67,12 @@ def _class_final_io(t: Translation, i: int, key: str) -> None:
     t.spec["classes"][i].pop(key)
 
 
+def _drain(t: Translation, key: str) -> None:
+    if t.drop(key):
+        t.refuse(t.path(key), True, "the workers stop at time and abandon the job they run "
+                 "(counted unfinished): drain = false")
+
+
 def _io_device(t: Translation, key: str) -> None:
     v = t.drop(key)
     if v != "delay":
@@ -121,7 +127,8 @@ KEYS = {
     "sched": NATIVE, "nice": NATIVE, "rtprio": NATIVE, "runtime": NATIVE, "deadline": NATIVE,
     "period": NATIVE,
     "arrival": refuses(OPEN_ARRIVALS), "load": refuses(OPEN_ARRIVALS), "size": NATIVE,
-    "jobs": NATIVE, "time": NATIVE, "clients": NATIVE, "think": NATIVE, "batch": NATIVE,
+    "jobs": NATIVE, "time": NATIVE, "drain": maps(_drain), "clients": NATIVE, "think": NATIVE,
+    "batch": NATIVE,
     "trace": refuses(OPEN_ARRIVALS), "classes": NATIVE, "bursts": NATIVE, "io": maps(_io),
     "final_io": maps(_final_io),
     "io_device": maps(_io_device), "allow_unstable": drops(),

@@ -99,6 +99,12 @@ def _size(t: Translation, key: str) -> None:
                "from this law")
 
 
+def _drain(t: Translation, key: str) -> None:
+    if not t.drop(key):
+        t.refuse(t.path(key), False, "the server always finishes the requests in flight when "
+                 "its clients stop sending at time (drain_timeout caps it): drain = true")
+
+
 def _trace(t: Translation, key: str) -> None:
     """A trace whose rows are (arrival, size[, class]) as the server's burst groups: rows with
     the same arrival, size and class in a row become one group."""
@@ -167,6 +173,7 @@ KEYS = {
     "sched": refuses(KERNEL), "nice": maps(every_class), "rtprio": refuses(KERNEL),
     "runtime": refuses(KERNEL), "deadline": maps(every_class), "period": refuses(KERNEL),
     "arrival": NATIVE, "load": NATIVE, "size": maps(_size), "jobs": NATIVE, "time": NATIVE,
+    "drain": maps(_drain),
     "clients": NATIVE, "think": NATIVE,
     "batch": refuses("one-shot processes are the os world's"),
     "trace": maps(_trace), "classes": NATIVE, "bursts": maps(_bursts), "io": refuses(NO_IO),

@@ -183,7 +183,7 @@ KEYS = {
     "sched": drops(KERNEL_NOTE), "nice": maps(every_class), "rtprio": drops(KERNEL_NOTE),
     "runtime": drops(KERNEL_NOTE), "deadline": maps(every_class), "period": drops(KERNEL_NOTE),
     "arrival": NATIVE, "load": NATIVE, "size": NATIVE, "jobs": NATIVE, "time": NATIVE,
-    "clients": NATIVE, "think": NATIVE,
+    "drain": NATIVE, "clients": NATIVE, "think": NATIVE,
     "batch": maps(_batch, "a batch of one-shot processes is as many clients that each run "
                   "one job"),
     "trace": NATIVE, "classes": NATIVE, "bursts": NATIVE, "io": maps(_io), "final_io": NATIVE,

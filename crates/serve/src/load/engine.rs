@@ -74,6 +74,8 @@ pub struct ThreadOut {
     pub errors: [u64; 5],
     pub status: std::collections::BTreeMap<u16, u64>,
     pub last_done_ns: u64,
+    /// When this thread stopped sending (its time, its quota, the precision rule, its script).
+    pub stopped_ns: u64,
     pub warm_done: u64,
 }
 
@@ -242,6 +244,7 @@ impl<'a> Engine<'a> {
                 errors: [0; 5],
                 status: Default::default(),
                 last_done_ns: 0,
+                stopped_ns: 0,
                 warm_done: 0,
             },
         })
@@ -401,7 +404,7 @@ impl<'a> Engine<'a> {
         loop {
             let now = now_ns();
             if now >= end_issue || self.progress.precise.load(Relaxed) {
-                self.stop_issuing = true;
+                self.stop_sending(now);
             }
             self.fire_due(now);
             if self.stop_issuing && self.outstanding == 0 {
@@ -457,6 +460,13 @@ impl<'a> Engine<'a> {
         next
     }
 
+    fn stop_sending(&mut self, now: u64) {
+        if !self.stop_issuing {
+            self.stop_issuing = true;
+            self.out.stopped_ns = now;
+        }
+    }
+
     fn quota_reached(&self) -> bool {
         self.plan
             .jobs
@@ -469,7 +479,7 @@ impl<'a> Engine<'a> {
         }
         loop {
             if self.quota_reached() {
-                self.stop_issuing = true;
+                self.stop_sending(now);
                 return;
             }
             let (intended, target, class) = match &self.plan.plan {
@@ -488,7 +498,7 @@ impl<'a> Engine<'a> {
                 }
                 Plan::Script { sends } => {
                     let Some(&(off, target, class)) = sends.get(self.script_pos) else {
-                        self.stop_issuing = true;
+                        self.stop_sending(now);
                         return;
                     };
                     if self.start + off > now {
@@ -506,7 +516,7 @@ impl<'a> Engine<'a> {
                 break;
             }
             if self.quota_reached() {
-                self.stop_issuing = true;
+                self.stop_sending(now);
                 break;
             }
             self.wakeups.pop();

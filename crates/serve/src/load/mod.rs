@@ -493,6 +493,9 @@ pub struct LoadSummary {
     pub bytes: u64,
     /// ms from the start to the last completion.
     pub duration: f64,
+    /// ms from the start to the moment the last thread stopped sending (its time, its quota or
+    /// the precision rule); the requests in flight then were still served.
+    pub sending_ended: f64,
     /// Completed requests per second.
     pub throughput: f64,
     /// Requests per second asked for (open loop), else NaN.
@@ -655,6 +658,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
     };
     let mut errors = [0u64; 5];
     let mut last_done = start_ns;
+    let mut stopped = start_ns;
     let mut recs: Vec<Rec> = Vec::new();
     for o in outs {
         hist.add(&o.hist)
@@ -679,6 +683,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
             errors[i] += e;
         }
         last_done = last_done.max(o.last_done_ns);
+        stopped = stopped.max(o.stopped_ns);
         recs.extend(o.done);
     }
     for (i, e) in errors.iter().enumerate().skip(1) {
@@ -689,6 +694,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
     }
     s.requests = hist.len();
     s.duration = ms_since(start_ns, last_done);
+    s.sending_ended = ms_since(start_ns, stopped);
     s.throughput = if s.duration > 0.0 {
         s.requests as f64 / (s.duration / 1e3)
     } else {

@@ -37,7 +37,7 @@ impl Accounting {
         let names = cfg.classes.iter().map(|c| c.name.clone()).collect();
         Accounting {
             measure_start: f64::INFINITY,
-            measure_end: cfg.time.unwrap_or(f64::INFINITY),
+            measure_end: cfg.stop().unwrap_or(f64::INFINITY),
             in_system: 0,
             in_system_since: 0.0,
             in_system_area: 0.0,
@@ -222,7 +222,8 @@ impl Engine<'_> {
         }
         let period = self.cfg.load_sample.expect("sampling");
         let more = self.cfg.time.is_some_and(|t| now + period <= t)
-            || self.issued < self.issue_limit
+            || (self.issued < self.issue_limit && now < self.sending_ends)
+            || self.pending > 0
             || self.acct.in_system > 0;
         if more {
             self.timer(now + period, Timer::Sample);

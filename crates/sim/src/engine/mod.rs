@@ -220,6 +220,8 @@ struct Engine<'a> {
     delay: f64,
     /// `idle_wake` is set: arrivals note whether they found the machine empty.
     idle_wake: bool,
+    /// Nothing is sent at or after this instant (`drain`; infinite otherwise).
+    sending_ends: f64,
     jobs: Vec<Job>,
     free_jobs: Vec<u32>,
     tasks: Vec<Task>,
@@ -414,6 +416,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         scaled: m.service_scale != 1.0 || m.service_offset != 0.0,
         delay: m.dispatch_delay,
         idle_wake: m.idle_wake > 0.0,
+        sending_ends: cfg.sending_ends(),
         jobs: Vec::new(),
         free_jobs: Vec::new(),
         tasks: Vec::new(),
@@ -503,7 +506,7 @@ impl Engine<'_> {
     }
 
     fn main_loop(&mut self) {
-        let stop = self.cfg.time.unwrap_or(f64::INFINITY);
+        let stop = self.cfg.stop().unwrap_or(f64::INFINITY);
         loop {
             let t = self.next_event();
             if t == f64::INFINITY || t > stop {

@@ -22,13 +22,17 @@ impl Engine<'_> {
             Workload::Open { arrival } => {
                 if self.issue_limit > 0 {
                     // Every job reaches the machine `dispatch_delay` after it is sent.
-                    self.next_open = arrival.sample(&mut self.rng_arrival) + self.delay;
+                    let sent = arrival.sample(&mut self.rng_arrival);
+                    if sent < self.sending_ends {
+                        self.next_open = sent + self.delay;
+                    }
                 }
             }
             Workload::Closed { .. } => {
                 for c in 0..self.persistent {
                     if self.issued + self.pending < self.issue_limit {
-                        if let Some(think) = self.next_think(c) {
+                        let ends = self.sending_ends;
+                        if let Some(think) = self.next_think(c).filter(|&t| t < ends) {
                             self.pending += 1;
                             self.timer(think + self.delay, Timer::Think(c as u32));
                         }
@@ -47,7 +51,9 @@ impl Engine<'_> {
             Workload::Open { .. } => self.next_open,
             Workload::Closed { .. } => f64::INFINITY,
             Workload::Trace { rows } => {
-                if (self.trace_at as u64) < self.issue_limit {
+                if (self.trace_at as u64) < self.issue_limit
+                    && rows[self.trace_at].arrival < self.sending_ends
+                {
                     rows[self.trace_at].arrival + self.delay
                 } else {
                     f64::INFINITY
@@ -146,7 +152,12 @@ impl Engine<'_> {
                     let class = self.pick_class();
                     self.issued += 1;
                     self.next_open = if self.issued < self.issue_limit {
-                        self.now + arrival.sample(&mut self.rng_arrival)
+                        let next = self.now + arrival.sample(&mut self.rng_arrival);
+                        if next - self.delay < self.sending_ends {
+                            next
+                        } else {
+                            f64::INFINITY
+                        }
                     } else {
                         f64::INFINITY
                     };
@@ -313,8 +324,12 @@ impl Engine<'_> {
         let persistent = task < self.persistent;
         let closed = matches!(self.cfg.workload, Workload::Closed { .. });
         let next_think = if closed && persistent && self.issued + self.pending < self.issue_limit {
-            // The next request travels to the machine after the client thinks.
-            self.next_think(task).map(|t| t + self.delay)
+            // The next request travels to the machine after the client thinks, if it is sent
+            // before sending ends.
+            let ends = self.sending_ends;
+            self.next_think(task)
+                .filter(|&t| now + t < ends)
+                .map(|t| t + self.delay)
         } else {
             None
         };
