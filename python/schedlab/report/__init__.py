@@ -441,7 +441,8 @@ def _gap_html(res: Any) -> str:
              "the confidence interval of each (± half-width; one run has none), the "
              "difference to the reference world and whether the intervals overlap. Where a "
              "model replays a real world's runs (<code>[worlds.W] replay</code>), both ran on "
-             "the same requests: the difference has its own interval, from the replications' "
+             "the same requests, sent until the real run stopped sending: the difference has "
+             "its own interval, from the replications' "
              "differences, and the last column says whether it holds 0.</p>"]
     for (ref, world), g in gap.groupby(["reference", "world"], sort=False):
         paired = bool(g["paired"].any())
