@@ -536,18 +536,21 @@ def _running(pid: int) -> bool:
         return False
 
 
-def _sigint_default() -> None:
-    # A shell without job control starts background commands with SIGINT ignored, and a
-    # child inherits that: the suite run that way would see Ctrl-C do nothing (one way this
-    # test could run its full 30 s, as it did once). A terminal's Ctrl-C finds the default.
+def _default_signals() -> None:
+    # A shell without job control starts background commands with SIGINT ignored, `nohup`
+    # starts its command with SIGHUP ignored, and a child inherits both: the suite run that
+    # way would see Ctrl-C or a hangup do nothing (one way this test could run its full 30 s,
+    # as it did once; under nohup every SIGHUP case failed). A terminal's Ctrl-C and a closed
+    # terminal's hangup find the default.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def test_ctrl_c_kills_and_reaps_every_child():
     proc = subprocess.Popen([SCHEDLAB, "os", "--clients", "4", "--size", "det:100000",
                              "--time", "30000", "--quiet-wait", "0"], env=cli_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_sigint_default)
+                            preexec_fn=_default_signals)
     workers: list[int] = []
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(workers) < 4:
@@ -618,7 +621,7 @@ def test_whatever_kills_the_command_kills_the_run(sig, run):
     proc = subprocess.Popen([SCHEDLAB, "os", "--clients", "2", "--size", "det:100000",
                              *RUNS[run], "--time", "30000", "--quiet-wait", "0"],
                             env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=_sigint_default)
+                            text=True, preexec_fn=_default_signals)
     workers: list[int] = []
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(workers) < 2:
@@ -659,7 +662,7 @@ def test_a_signal_inside_the_run_leaves_nothing_behind(target, sig):
                              "--policy", "rr", "--quantum", "5", "--enforce", "fifo",
                              "--time", "5000", "--quiet-wait", "0"], env=cli_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_sigint_default)
+                            preexec_fn=_default_signals)
     deadline = time.monotonic() + 20
     launcher, workers = None, []
     while time.monotonic() < deadline:
