@@ -8,7 +8,6 @@ import math
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -62,15 +61,6 @@ def test_every_study_has_an_experiment_and_a_readme():
         assert "schedlab run" in readme and "studies/" in readme, folder
 
 
-# Files whose real runs measure how the kernel balances: they start on a machine at rest.
-# This kernel (6.18) runs a newly-idle balance with a probability that follows its recent
-# success; right after the suite's heavy tests it pulled a task at the pinned start's release
-# at once (measured: after 3 min of both CPUs busy, n = 3 balanced in 10 ms in both runs and
-# n = 7 in 110 ms, in three full-suite runs of 2026-11-27; the next run, 17 s later, as on an
-# idle machine).
-SETTLE_S = {"time-to-balance.toml": 20}
-
-
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     """`schedlab run FILE --quick`, once per file for the whole module."""
@@ -78,7 +68,6 @@ def quick_run(tmp_path_factory):
 
     def get(path: Path) -> Path:
         if path not in done:
-            time.sleep(SETTLE_S.get(path.name, 0))
             out = tmp_path_factory.mktemp(path.parent.name) / path.stem
             r = schedlab_cli("run", str(path), "--quick", "--out", str(out))
             assert r.returncode == 0, r.stderr
