@@ -18,6 +18,7 @@ from conftest import ROOT, SCHEDLAB, cli_env, real_param
 from schedlab import experiment as ex
 from schedlab import stats, sweep, vocabulary, worlds
 from schedlab.report import make_report
+from schedlab.worlds import os as os_world
 
 EXPERIMENTS = sorted((ROOT / "experiments").glob("*/*.toml"))
 
@@ -165,14 +166,30 @@ def test_pinned_start_reports_the_load_over_time_in_both_worlds(quick_run):
         assert math.isfinite(s.loc[world, "time_to_balance"]), world
 
 
+def _until_an_idle_balance(out: Path, runs: pd.DataFrame, n: int, attempts: int
+                           ) -> pd.DataFrame:
+    """The kernel's runs at n, with the file's os run at n repeated until the idle CPU's
+    periodic balance made the first move in one of them (or `attempts` more runs)."""
+    at_n = runs[runs["workload.clients"] == n]
+    spec = json.loads((out / "runs" / f"{at_n['run'].iloc[0]}.json").read_text())["spec"]
+    for attempt in range(attempts):
+        if (runs[runs["workload.clients"] == n]["first_move_path"] == "idle balance").any():
+            break
+        extra = os_world.run(spec).summary
+        row = {**{k: v for k, v in extra.items() if np.ndim(v) == 0},
+               "workload.clients": n, "run": f"extra-{n}-{attempt}"}
+        runs = pd.concat([runs, pd.DataFrame([row])], ignore_index=True)
+    return runs
+
+
 @pytest.mark.real
 def test_time_to_balance_three_ways(quick_run):
     """Study 002's time to balance: Linux 2.6.22's rules and the linux-like balancer in the
     simulator (exact: each notices the release at its pass 55 ms after it, the first balanced
     sample at 60 ms), the linux balancer with this kernel's idle interval cap (32 ms: its
     pass 20 ms after the release, the sample at 30 ms), and this machine's kernel on real
-    processes, runs shared by the three cases (20-50 ms here on a quiet machine, 2026-11-24;
-    at times 100-180 ms, README); every split ends as Linux.1.a's."""
+    processes, runs shared by the three cases, each with the kernel's trace of the moves;
+    every split ends as Linux.1.a's."""
     res = quick_results(quick_run, "smp-balancing", "time-to-balance.toml")
     s = res.summaries
     sim = s[s.world == "sim"].set_index(["case", "workload.clients"])
@@ -186,13 +203,36 @@ def test_time_to_balance_three_ways(quick_run):
     # The kernel's runs do not depend on the simulator's cases: one set, shared by all three.
     assert real.groupby("case")["run"].apply(frozenset).nunique() == 1
     assert real["run"].nunique() == 2 * 2  # n = 3, 7; two replications in --quick
-    assert (real["time_to_balance"] < 1000).all(), real["time_to_balance"].tolist()
-    assert (real["balanced_fraction"] > 0.5).all(), real["balanced_fraction"].tolist()
-    # With schedlab's coordinator kept off CPU 1 (docs/os.md) the kernel nearly always
-    # balances by its idle CPU's periodic pull, which linux-32 models (README: 3 of 42 runs
-    # slower, 2026-11-27): linux-32's 30 ms is within 50% of the faster of its two runs at
-    # each n (20-40 ms; the default linux's 60 ms is not within 50% of 20-39).
-    fastest = real.drop_duplicates("run").groupby("workload.clients")["time_to_balance"].min()
+    runs = real.drop_duplicates("run")
+    # The kernel balances a pinned start in one of two ways (README, "This kernel, traced"):
+    # the idle CPU 1's periodic balance pulls n // 2 tasks at once, or a task going to sleep
+    # on CPU 1 first makes it pull one by its newly-idle balance, which runs with a
+    # probability the kernel keeps from its recent success (hidden state the suite's own
+    # load sets: 4 of 5 full-suite runs of 2026-11-27 had both runs of one n start so).
+    # linux-32 models the first way. When neither run of an n began so, the same os run is
+    # repeated until one does (at most 10 times: ~3.5 s each; after 20 s of short sleeps on
+    # both CPUs 7 of 16 runs began the other way, one pair at n = 7 both).
+    for n in (3, 7):
+        runs = _until_an_idle_balance(res.dir, runs, n, attempts=10)
+    assert (runs["time_to_balance"] < 1000).all(), runs["time_to_balance"].tolist()
+    assert (runs["balanced_fraction"] > 0.5).all(), runs["balanced_fraction"].tolist()
+    assert runs["first_move_path"].isin(["idle balance", "newly-idle balance"]).all(), \
+        runs["first_move_path"].tolist()
+    newly = runs[runs["first_move_path"] == "newly-idle balance"]
+    assert (newly["first_move_tasks"] == 1).all()
+    # The trace against the load samples: when the first move took n // 2 tasks, the split
+    # was balanced from then on, so the first balanced sample is the next one: within one
+    # period (10 ms) and 2 ms for the coordinator's wake-up (the time to balance counts from
+    # the planned release, the move from the actual one, a fraction of a ms later).
+    whole = runs[runs["first_move_tasks"] == runs["workload.clients"] // 2]
+    assert len(whole) >= 2
+    gap = whole["time_to_balance"] - whole["first_move"]
+    assert ((gap > 0) & (gap <= 12)).all(), whole[["time_to_balance", "first_move"]]
+    # linux-32's 30 ms is within 50% of the faster idle-balance run at each n (20-40 ms;
+    # the default linux's 60 ms is not within 50% of 20-39).
+    idle = runs[runs["first_move_path"] == "idle balance"]
+    fastest = idle.groupby("workload.clients")["time_to_balance"].min()
+    assert sorted(fastest.index) == [3, 7], runs[["workload.clients", "first_move_path"]]
     for n, ttb in fastest.items():
         assert expected["linux-32"] == pytest.approx(ttb, rel=0.5), (n, fastest.to_dict())
     html = make_report(res.dir, res.dir / "ttb.html").read_text()

@@ -726,6 +726,67 @@ def test_run_until_precise_stops_when_precise_or_at_max_time():
         assert e.value.key == key, (bad, e.value)
 
 
+def test_the_kernels_trace_names_the_path_of_each_move():
+    """trace_migrations: the workers' moves from the kernel's own trace (sched_migrate_task)
+    agree with its per-task counter (se.nr_migrations, read from /proc at the start and the
+    end) and with every placement sample (/proc/<pid>/stat), and each carries the path that
+    made it: the pinned start's own moves are affinity moves, the first move after the
+    release is an idle CPU's balance (periodic or newly-idle: CPU 1 has nothing else to run)."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    r = osrun.run({"clients": 5, "size": "det:250", "think": "det:0", "time": 1000, "cpus": 2,
+                   "start_pinned": [0], "release_after": 200, "load_sample": 10,
+                   "trace_migrations": True, **QUIET})
+    m, s = r.migrations, r.summary
+    assert list(m.columns) == ["time", "task", "from_cpu", "to_cpu", "path", "running"]
+    assert (m["from_cpu"] != m["to_cpu"]).all() and set(m["task"]) <= set(range(5))
+    assert r.environment["kernel_trace"] == {"moves": len(m), "lost": 0}
+    # The trace against the kernel's counter: the same moves, task by task, over the run.
+    traced = m[m["time"] >= 0].groupby("task").size().reindex(range(5), fill_value=0)
+    counted = r.tasks.set_index("task")["migrations"].astype(int)
+    assert traced.tolist() == counted.tolist(), (traced.tolist(), counted.tolist())
+    assert counted.sum() >= 2  # the release moved some of them
+    # The trace against the samples: each sample's CPU is where the last move before it left
+    # the task (or, before any move, where its first one took it from); a move within
+    # 0.1 ms of a sample may fall on either side of it.
+    checked = 0
+    for task, samples in r.placement.groupby("task"):
+        moves = m[m["task"] == task]
+        times, dests = moves["time"].to_numpy(), moves["to_cpu"].to_numpy()
+        for t, cpu in zip(samples["t"], samples["cpu"], strict=True):
+            before = times <= t
+            where = dests[before][-1] if before.any() else \
+                (moves["from_cpu"].iloc[0] if len(moves) else cpu)
+            near = np.abs(times - t) < 0.1
+            assert cpu == where or cpu in dests[near] or cpu in moves["from_cpu"][near].values, \
+                (task, t, cpu, where)
+            checked += 1
+    assert checked >= 5 * 90
+    # Paths: the pin moved tasks to CPU 0 through the stopper; after the release every move
+    # is the kernel's own, and the first took a task to the idle CPU 1.
+    assert (m[m["time"] < 0]["path"] == "affinity").all()
+    assert (m[m["time"] < 0]["to_cpu"] == 0).all()
+    after = m[m["time"] >= 200]
+    assert not after["path"].isin(["affinity", "other"]).any(), after.to_string()
+    assert s["first_move_path"] in ("idle balance", "newly-idle balance"), s
+    assert after.iloc[0]["to_cpu"] == 1 and 0 <= s["first_move"] < 800
+    assert 1 <= s["first_move_tasks"] <= 3 and s["moves"] == len(m)
+    if s["first_move_path"] == "newly-idle balance":
+        assert s["first_move_tasks"] == 1  # a newly-idle pull takes one task
+    # No instance of the trace is left behind.
+    assert not list(Path("/sys/kernel/tracing/instances").glob(f"schedlab-{os.getpid()}-*"))
+
+
+def test_trace_migrations_is_refused_where_the_kernel_has_no_trace():
+    for bad, allowed in ((["tracefs"], "tracefs mounted"), (None, "true or false")):
+        spec = {"clients": 1, "jobs": 1, "trace_migrations": True if bad else "yes"}
+        if bad:
+            spec["pretend_missing"] = bad
+        with pytest.raises(SpecError) as e:
+            osrun.validate(spec)
+        assert e.value.key == "trace_migrations" and allowed in e.value.allowed
+
+
 def test_bad_keys_name_the_key_and_exit_2():
     with pytest.raises(SpecError) as e:
         osrun.run({"clients": 1, "jobs": 1, "sched": "fifo"})

@@ -271,6 +271,9 @@ class Result:
     # A real run's requests as a simulator trace (`schedlab.server.replay_trace`), with the
     # requests a replay leaves out at its start in attrs["warmup"]; None elsewhere.
     replay_trace: pd.DataFrame | None = None
+    # The os world's workers' moves between CPUs from the kernel's trace (`trace_migrations`):
+    # time (ms), task, from_cpu, to_cpu, path, running; None when not traced.
+    migrations: pd.DataFrame | None = None
 
     @classmethod
     def from_core(cls, raw: dict[str, Any], spec: dict[str, Any]) -> Result:

@@ -9,6 +9,7 @@ Layout of a results directory:
                            its presence is what "done" means)
     runs/<id>.jobs.parquet, runs/<id>.schedule.parquet   per-job table and run segments
     runs/<id>.load_series.parquet   runnable tasks per CPU over time (sim load_sample, os)
+    runs/<id>.migrations.parquet    the workers' moves between CPUs (os trace_migrations)
     summaries.parquet      one row per world x point x policy x replication (deterministic bytes)
     stats.parquet          mean and confidence interval of every metric, with theory
     classes.parquet, tasks.parquet   per-class and per-task tables of every run
@@ -170,6 +171,10 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     if series is not None and len(series):
         write_table(series, runs / f"{rid}.load_series.parquet")
         files["load_series"] = f"{rid}.load_series.parquet"
+    moves = getattr(result, "migrations", None)
+    if moves is not None:
+        write_table(moves, runs / f"{rid}.migrations.parquet")
+        files["migrations"] = f"{rid}.migrations.parquet"
     # A real run that a model replays keeps its requests as a trace.
     trace = getattr(result, "replay_trace", None) if task.get("replayed") else None
     if trace is not None:

@@ -10,6 +10,9 @@ use crate::procfs::{Counters, CpuTimes, Missing};
 pub struct Output {
     /// Wall time from the start signal to the last exit, ms.
     pub wall_ms: f64,
+    /// CLOCK_MONOTONIC of the start signal, ns: the origin of every ms of the run, so that
+    /// other records of the machine (the kernel's trace) can be put on the run's clock.
+    pub start_ns: u64,
     pub tasks: Vec<TaskOut>,
     pub jobs: Jobs,
     pub samples: Samples,
@@ -53,6 +56,9 @@ pub struct TaskOut {
     /// Why the task ended abnormally, in words (RLIMIT_RTTIME, hard timeout, ...).
     pub killed: Option<String>,
     pub end_ms: f64,
+    /// When the coordinator lifted the task's pinned start (ms after the start); None
+    /// without a pinned start.
+    pub released_ms: Option<f64>,
     /// Last job's end, ms after the start.
     pub done_ms: Option<f64>,
     pub utime_ms: f64,

@@ -726,6 +726,7 @@ fn coordinate(
             if !t.released && now >= at(task.release_after.unwrap_or(0.0)) {
                 t.released = true;
                 if t.alive {
+                    t.out.released_ms = Some(ms(sys::now_ns()));
                     let cpus = task.affinity.as_ref().unwrap_or(&plan.cpus);
                     if let Err(e) = sys::set_affinity(t.out.pid, cpus) {
                         warnings.push(format!(
@@ -867,6 +868,7 @@ fn coordinate(
     };
     Ok(Output {
         wall_ms,
+        start_ns: t0,
         tasks: tasks.into_iter().map(|t| t.out).collect(),
         jobs,
         samples,

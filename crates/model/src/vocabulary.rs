@@ -190,11 +190,12 @@ pub const KEYS: &[Key] = &[
     key("quiet_wait", S::Experiment, F::Float, U::Time, "os noise gate: wait up to this many ms for a quiet machine before starting; default 5000"),
     key("noise_threshold", S::Experiment, F::Float, U::Ratio, "os noise gate: fraction of the CPUs used by others that flags a trial noisy; default 0.1"),
     key("retry_noisy", S::Experiment, F::Int, U::Count, "os: rerun a trial flagged noisy up to this many times; default 0"),
-    key("pretend_missing", S::Experiment, F::Tables, U::Text, "os, testing: kernel counters to treat as absent (schedstat, sched)"),
+    key("pretend_missing", S::Experiment, F::Tables, U::Text, "os, testing: kernel counters to treat as absent (schedstat, sched, tracefs)"),
 
     key("keep_jobs", S::Output, F::Bool, U::Bool, "return the per-job table"),
     key("keep_schedule", S::Output, F::Bool, U::Bool, "return every run segment (cpu, job, task, start, end)"),
     key("load_sample", S::Output, F::Float, U::Time, "sample the runnable jobs of every CPU at this period (ms): a time series"),
+    key("trace_migrations", S::Output, F::Bool, U::Bool, "os: record every move of a task between CPUs from the kernel's trace (tracefs, root), with the path that moved it (idle, busy or newly-idle balance, wake-up, affinity); default false"),
     key("hdr_log", S::Output, F::Text, U::Text, "server: keep the HdrHistogram interval log at this path"),
     key("server_log", S::Output, F::Text, U::Text, "server: keep the server's per-request CSV log at this path"),
 ];

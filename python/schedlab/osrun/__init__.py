@@ -12,6 +12,7 @@ the workers and the dispatcher are Rust (`crates/dispatch`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import schedlab._core as _core
 from schedlab.clikit import status
 from schedlab.osrun import env as envmod
+from schedlab.osrun.ktrace import MigrationTrace
 from schedlab.osrun.spec import NATIVE_CLASS_KEYS, NATIVE_KEYS, build_plan
 from schedlab.vocabulary import spec_error
 
@@ -91,8 +93,10 @@ def _stop_launcher(proc: subprocess.Popen[str]) -> None:
             proc.wait()
 
 
-def _launch(plan: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """Runs a plan in a fresh launcher process, in a new session; returns (raw, launcher pid)."""
+def _launch(plan: dict[str, Any], trace: MigrationTrace | None = None
+            ) -> tuple[dict[str, Any], int]:
+    """Runs a plan in a fresh launcher process, in a new session; returns (raw, launcher pid).
+    With `trace`, the kernel's trace of the workers' moves is recorded for the whole run."""
     timeout = plan["hard_timeout"] / 1000 + 30 + 0.05 * len(plan["tasks"])
     proc = subprocess.Popen(
         [sys.executable, "-I", "-S", str(LAUNCHER), _core.__file__, str(os.getpid())],
@@ -100,7 +104,9 @@ def _launch(plan: dict[str, Any]) -> tuple[dict[str, Any], int]:
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(json.dumps(plan), timeout=timeout)
+        # The launcher forks its workers only once it has the plan: the trace starts first.
+        with trace or contextlib.nullcontext():
+            out, err = proc.communicate(json.dumps(plan), timeout=timeout)
     except BaseException:
         # Ctrl-C, a timeout, anything: nothing of the run may survive it.
         _stop_launcher(proc)
@@ -164,7 +170,10 @@ def run(spec: dict[str, Any]) -> Result:
             gate = envmod.wait_for_quiet(cpus, options["noise_threshold"],
                                          options["quiet_wait"])
         started = time.time()
-        raw, launcher = _launch(plan)
+        trace = MigrationTrace() if options["trace_migrations"] else None
+        raw, launcher = _launch(plan, trace)
+        if trace is not None:
+            raw["kernel_trace"] = {"text": trace.text, "lost": trace.lost}
         noise = envmod.foreign_load(raw, cpus, options["noise_threshold"])
         noise["gate"] = gate
         noise["started"] = started

@@ -166,6 +166,40 @@ def _load_samples(load: pd.DataFrame, plan: dict[str, Any], end_ms: float
             "release": _release(plan), "end": end_ms}
 
 
+MIGRATION_COLUMNS = ["time", "task", "from_cpu", "to_cpu", "path", "running"]
+
+
+def _migrations(raw: dict[str, Any]) -> pd.DataFrame:
+    """The workers' moves in the kernel's trace (`trace_migrations`), on the run's clock (ms
+    after the start signal; moves before it, such as the pinned start's own, are negative)."""
+    from schedlab.osrun.ktrace import parse
+
+    task_of = {t["pid"]: t["task"] for t in raw["tasks"]}
+    rows = [{"time": (m["time"] * 1e9 - raw["start_ns"]) / 1e6, "task": task_of[m["pid"]],
+             "from_cpu": m["from_cpu"], "to_cpu": m["to_cpu"], "path": m["path"],
+             "running": m["running"]}
+            for m in parse(raw["kernel_trace"]["text"])
+            # The kernel traces set_task_cpu also when the CPU stays the same: not a move.
+            if m["pid"] in task_of and m["from_cpu"] != m["to_cpu"]]
+    return pd.DataFrame(rows, columns=MIGRATION_COLUMNS)
+
+
+def _first_move(raw: dict[str, Any], plan: dict[str, Any], moves: pd.DataFrame
+                ) -> dict[str, Any]:
+    """How the kernel began to spread a pinned start: the first move of a worker once the pin
+    was lifted (ms after the coordinator lifted it), the path that made it, and how many
+    workers that path moved at that instant (a balance pass may move several at once)."""
+    released = [t["released_ms"] for t in raw["tasks"] if t["released_ms"] is not None]
+    release = min(released) if released else _release(plan)
+    after = moves[moves["time"] >= release]
+    if after.empty:
+        return {"first_move": math.nan, "first_move_path": None, "first_move_tasks": 0}
+    first = after.iloc[0]
+    same = after[(after["time"] - first["time"] < 0.01) & (after["path"] == first["path"])]
+    return {"first_move": float(first["time"] - release), "first_move_path": first["path"],
+            "first_move_tasks": int(len(same))}
+
+
 def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
           spec: dict[str, Any], environment: dict[str, Any], noise: dict[str, Any]) -> Result:
     tasks_plan = plan["tasks"]
@@ -268,6 +302,13 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
     result.placement = pd.DataFrame(raw["samples"], columns=["t", "task", "cpu", "state"])
     result.load = load
     result.load_series = load_series(load)
+    if "kernel_trace" in raw:
+        result.migrations = _migrations(raw)
+        result.summary["moves"] = int(len(result.migrations))
+        if any(t["released_ms"] is not None for t in rt) or _release(plan) > 0:
+            result.summary.update(_first_move(raw, plan, result.migrations))
+        env["kernel_trace"] = {"moves": int(len(result.migrations)),
+                               "lost": raw["kernel_trace"]["lost"]}
     # The placement samples' period (ms; None: sampling off), for a trace drawn from them.
     result.sample_period_ms = plan.get("sample")
     return result

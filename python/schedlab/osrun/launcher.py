@@ -25,10 +25,19 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def name_workers() -> None:
+    """This process and the workers it forks are `schedlab-os` in ps, top and the kernel's
+    trace (schedlab.osrun.ktrace filters its event on the name)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(15, b"schedlab-os", 0, 0, 0)  # PR_SET_NAME
+
+
 def main() -> int:
     path = sys.argv[1]
     if len(sys.argv) > 2:
         die_with_parent(int(sys.argv[2]))
+    name_workers()
     loader = importlib.machinery.ExtensionFileLoader("schedlab._core", path)
     spec = importlib.util.spec_from_file_location("schedlab._core", path, loader=loader)
     core = importlib.util.module_from_spec(spec)

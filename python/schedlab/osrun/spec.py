@@ -29,7 +29,8 @@ NATIVE_KEYS = frozenset({
     "jobs", "time", "clients", "think", "batch", "classes", "bursts", "io", "cpus", "runqueues",
     "affinity", "start_pinned", "release_after", "enforce", "seed", "warmup", "warmup_time",
     "hard_timeout", "rttime", "job_counters", "io_dir", "quiet_wait", "noise_threshold",
-    "retry_noisy", "pretend_missing", "keep_jobs", "load_sample", "precision", "max_time"})
+    "retry_noisy", "pretend_missing", "keep_jobs", "load_sample", "precision", "max_time",
+    "trace_migrations"})
 NATIVE_CLASS_KEYS = frozenset({
     "name", "fraction", "clients", "batch", "size", "think", "priority", "tickets", "weight",
     "nice", "sched", "rtprio", "runtime", "deadline", "period", "affinity", "start_pinned",
@@ -425,8 +426,17 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     if not isinstance(job_counters, bool):
         raise spec_error("job_counters", job_counters, "true or false")
     pretend = spec.get("pretend_missing", [])
-    if not isinstance(pretend, list) or any(p not in ("schedstat", "sched") for p in pretend):
-        raise spec_error("pretend_missing", pretend, "a list of schedstat, sched")
+    if not isinstance(pretend, list) or any(p not in ("schedstat", "sched", "tracefs")
+                                            for p in pretend):
+        raise spec_error("pretend_missing", pretend, "a list of schedstat, sched, tracefs")
+    trace_migrations = spec.get("trace_migrations", False)
+    if not isinstance(trace_migrations, bool):
+        raise spec_error("trace_migrations", trace_migrations, "true or false")
+    if trace_migrations:
+        # Refused before anything starts, as any other key the machine cannot honour.
+        from schedlab.osrun.ktrace import check_tracefs
+
+        check_tracefs(hidden="tracefs" in pretend)
 
     plan = {
         "tasks": tasks,
@@ -436,7 +446,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "sample": sample or None,
         "io_dir": io_dir,
         "job_counters": job_counters,
-        "pretend_missing": pretend,
+        "pretend_missing": [p for p in pretend if p != "tracefs"],
         "dispatcher": None if dispatcher is None else {
             "policy": dispatcher,
             "params": params,
@@ -464,6 +474,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
                                    integer=True)),
         "kernel_weights": kernel_weights,
         "kernel_sched": kernel_sched,
+        "trace_migrations": trace_migrations,
     }
     if precision is not None:
         # The coordinator's rule leaves out what the summary will leave out.

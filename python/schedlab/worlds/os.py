@@ -163,7 +163,7 @@ KEYS = {
     "io_dir": NATIVE, "quiet_wait": NATIVE, "noise_threshold": NATIVE, "retry_noisy": NATIVE,
     "pretend_missing": NATIVE,
     "keep_jobs": NATIVE, "keep_schedule": drops(), "load_sample": NATIVE,
-    "hdr_log": drops(), "server_log": drops(),
+    "hdr_log": drops(), "server_log": drops(), "trace_migrations": NATIVE,
 }
 
 CLASS_KEYS = {

@@ -208,6 +208,7 @@ KEYS = {
     "retry_noisy": drops(), "pretend_missing": drops(),
     "keep_jobs": NATIVE, "keep_schedule": drops(), "load_sample": drops(),
     "hdr_log": NATIVE, "server_log": NATIVE,
+    "trace_migrations": drops("the kernel's trace of real processes (os world)"),
 }
 
 CLASS_KEYS = {

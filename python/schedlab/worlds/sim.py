@@ -222,6 +222,7 @@ KEYS = {
     "retry_noisy": drops(), "pretend_missing": drops(),
     "keep_jobs": NATIVE, "keep_schedule": NATIVE, "load_sample": NATIVE,
     "hdr_log": drops(), "server_log": drops(),
+    "trace_migrations": drops("the kernel's trace of real processes (os world)"),
 }
 
 CLASS_KEYS = {
