@@ -242,6 +242,8 @@ def test_time_to_balance_three_ways(quick_run):
     balance = balance[:balance.index("</figure>")]
     assert balance.count("Linux [os]") == 1
     assert all(balance.count(f"Linux [sim], case={c}<") == 1 for c in expected), balance
+    # And each kernel run of the file as a point marked by the path of its first move.
+    assert "of 4 runs): an idle CPU" in balance and "first move by" in balance
 
 
 @pytest.mark.real

@@ -379,6 +379,36 @@ def test_kernel_samples_become_runnable_stretches_event_by_event():
         (True, 10.0, 0, 2)
 
 
+def test_a_traced_kernel_run_shows_the_kernels_moves_with_their_paths():
+    # The samples of the test above, with the kernel's trace of the moves (trace_migrations):
+    # task 1 moved at 14.5 ms by an idle balance and back at 17 by a wake-up (between two
+    # samples: the samples miss both), task 0 at 26.25 by a newly-idle balance; a move before
+    # the start (the pinned start's own) is not drawn.
+    import pandas as pd
+
+    r = kernel_result([(t, 0, c, st_) for t, c, st_ in
+                       ((0, 0, "R"), (10, 0, "R"), (20, 0, "S"), (30, 1, "R"), (40, 1, "R"))]
+                      + [(t, 1, c, st_) for t, c, st_ in
+                         ((0, 1, "R"), (10, 1, "R"), (20, 0, "R"), (30, 0, "R"),
+                          (40, 0, "S"))])
+    r.migrations = pd.DataFrame(
+        [(-1.5, 0, 1, 0, "affinity", "migration/1"), (14.5, 1, 1, 0, "idle balance", "idle"),
+         (17.0, 1, 0, 1, "wake-up", "x"), (18.0, 1, 1, 0, "newly-idle balance", "y"),
+         (26.25, 0, 0, 1, "newly-idle balance", "z")],
+        columns=["time", "task", "from_cpu", "to_cpu", "path", "running"])
+    data = st.trace_dict(r)
+    check_format(data)
+    moves = [(e["ts"], e["pid"], e["args"]) for e in data["traceEvents"]
+             if e.get("name") == st.MIGRATE]
+    assert moves == [
+        (14500.0, 1, {"task": 1, "from": 1, "to": 0, "path": "idle balance"}),
+        (17000.0, 2, {"task": 1, "from": 0, "to": 1, "path": "wake-up"}),
+        (18000.0, 1, {"task": 1, "from": 1, "to": 0, "path": "newly-idle balance"}),
+        (26250.0, 2, {"task": 0, "from": 0, "to": 1, "path": "newly-idle balance"})]
+    run = data["otherData"]["runs"][0]
+    assert (run["migrations"], run["migrations_from"]) == (4, "the kernel's trace")
+
+
 def test_kernel_runs_without_samples_are_refused_naming_the_key(tmp_path: Path):
     with pytest.raises(SpecError, match="load_sample"):
         st.write_trace(kernel_result([]), tmp_path / "k.json")

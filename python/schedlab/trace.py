@@ -245,7 +245,8 @@ def _ran(b: _Builder, result: Result, pid: int, world: str, limit: int) -> dict[
 def _sampled(b: _Builder, result: Result, first_pid: int, limit: int) -> dict[str, Any]:
     """The os world under the kernel: per CPU, each task's stretches sampled runnable there
     (consecutive samples in state R on that CPU: from the first to the sample after the last);
-    a change of CPU between two samples of a task is a migration."""
+    a change of CPU between two samples of a task is a migration, unless the run traced the
+    kernel's moves (`trace_migrations`): then each move is at its time, with its path."""
     import numpy as np
 
     p = getattr(result, "placement", None)
@@ -303,14 +304,25 @@ def _sampled(b: _Builder, result: Result, first_pid: int, limit: int) -> dict[st
                          "args": {"task": task, "class": cls, "cpu": c, "samples": count,
                                   "state": "R"}})
     cutoff = rows[-1][2] if truncated and rows else math.inf
-    shown = [m for m in moves if m[2] <= cutoff]
-    for task, frm, t, to in shown:
+    traced = getattr(result, "migrations", None)
+    paths: list[str | None] = [None] * len(moves)
+    if traced is not None:
+        # The kernel's own moves (from the start signal on), on CPUs the samples saw.
+        kept = traced[(traced["time"] >= 0) & traced["to_cpu"].isin(list(pid_of))]
+        moves = [(int(m.task), int(m.from_cpu), float(m.time), int(m.to_cpu))
+                 for m in kept.itertuples()]
+        paths = kept["path"].tolist()
+    shown = [(m, path) for m, path in zip(moves, paths, strict=True) if m[2] <= cutoff]
+    for (task, frm, t, to), path in shown:
+        args: dict[str, Any] = {"task": task, "from": frm, "to": to}
+        if path is not None:
+            args["path"] = path
         b.events.append({"ph": "i", "s": "t", "name": MIGRATE, "cat": "schedule", "ts": t * us,
-                         "pid": pid_of[to], "tid": lane(to, task),
-                         "args": {"task": task, "from": frm, "to": to}})
+                         "pid": pid_of[to], "tid": lane(to, task), "args": args})
     return {"slices": len(rows), "slices_total": total, "truncated": truncated,
             "preemptions": 0, "migrations": len(shown), "sampled": True,
-            "sample_period_ms": period, "sample_spacing_ms": spacing}
+            "sample_period_ms": period, "sample_spacing_ms": spacing,
+            "migrations_from": "the kernel's trace" if traced is not None else "the samples"}
 
 
 def trace_dict(result: Result | Replications, *, limit: int = MAX_SLICES) -> dict[str, Any]:

@@ -30,6 +30,7 @@ matplotlib.use("Agg")  # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from schedlab import sweep  # noqa: E402
@@ -571,14 +572,53 @@ def response(ctx: Context) -> Plot:
                    "response_mean", theory=True)
 
 
+# How the report marks a traced kernel run by the path of its first move (trace_migrations).
+FIRST_MOVE_MARKERS = {"idle balance": "o", "newly-idle balance": "x", "busy balance": "s",
+                      "active balance": "D", "wake-up": "^"}
+
+
 def balance(ctx: Context) -> Plot:
-    return _single(ctx, "balance", "Time to balance",
-                   "Time from the release of a pinned start to the first sample whose runnable "
-                   "tasks per CPU are the balanced split (⌈n/m⌉ on n mod m CPUs, ⌊n/m⌋ on the "
-                   "others: study 002's Linux.1.a), from runnable tasks sampled every "
-                   "load_sample ms: the simulator's series and the os world's placement "
-                   "samples, by one code. Its resolution is the sampling period.",
-                   "time_to_balance")
+    title, metric = "Time to balance", "time_to_balance"
+    caption = ("Time from the release of a pinned start to the first sample whose runnable "
+               "tasks per CPU are the balanced split (⌈n/m⌉ on n mod m CPUs, ⌊n/m⌋ on the "
+               "others: study 002's Linux.1.a), from runnable tasks sampled every "
+               "load_sample ms: the simulator's series and the os world's placement "
+               "samples, by one code. Its resolution is the sampling period.")
+    fig, ax = _figure(figsize=(8.5, 4.2))
+    d = _metric_axes(ctx, ax, metric)
+    if d.how in ("empty", "flat"):
+        plt.close(fig)
+        if d.how == "flat" and d.flat is not None:
+            return Plot("balance", title, caption, text=flat_text(ctx, metric, d.flat))
+        return Plot("balance", title, caption, note=f"{title}: no values of {metric} in the "
+                    "results")
+    caption += _traced_kernel_runs(ctx, ax)
+    ax.set_title(title)
+    figure_legend(fig, ax)
+    return Plot("balance", title, caption + _flat_caption(ctx, metric, d) + d.coincide, fig)
+
+
+def _traced_kernel_runs(ctx: Context, ax: Axes) -> str:
+    """Each kernel run whose moves were traced, as a point marked by the path of its first
+    move after the release; the caption's sentence about them ("" when there are none)."""
+    s = ctx.res.summaries
+    if ctx.x is None or "first_move_path" not in s or ctx.x not in s:
+        return ""
+    runs = s[(s["world"] == "os") & s["first_move_path"].notna()].drop_duplicates("run")
+    if runs.empty:
+        return ""
+    counts = []
+    for path, g in runs.groupby("first_move_path", sort=False):
+        ax.scatter(g[ctx.x].astype(float), g["time_to_balance"], color="black", s=22,
+                   marker=FIRST_MOVE_MARKERS.get(path, "*"), zorder=5, linewidths=1.2,
+                   facecolors="none" if path == "idle balance" else None,
+                   label=f"one kernel run, first move by {path}")
+        counts.append(f"{len(g)} by {path}")
+    return (" Points: each kernel run traced (trace_migrations), marked by the path of the "
+            "kernel that made its first move after the release (" + ", ".join(counts) +
+            " of " + str(len(runs)) + " runs): an idle CPU's periodic balance, which the "
+            "simulator's linux balancer models, or a newly-idle balance, which pulls one task "
+            "when a CPU is about to go idle (docs/os.md).")
 
 
 def percentiles(ctx: Context) -> Plot:
