@@ -23,7 +23,7 @@ impl Engine<'_> {
                 if self.issue_limit > 0 {
                     // Every job reaches the machine `dispatch_delay` after it is sent.
                     let sent = arrival.sample(&mut self.rng_arrival);
-                    if sent < self.sending_ends {
+                    if self.sent_before_sending_ends(sent) {
                         self.next_open = sent + self.delay;
                     }
                 }
@@ -31,8 +31,8 @@ impl Engine<'_> {
             Workload::Closed { .. } => {
                 for c in 0..self.persistent {
                     if self.issued + self.pending < self.issue_limit {
-                        let ends = self.sending_ends;
-                        if let Some(think) = self.next_think(c).filter(|&t| t < ends) {
+                        let think = self.next_think(c);
+                        if let Some(think) = think.filter(|&t| self.sent_before_sending_ends(t)) {
                             self.pending += 1;
                             self.timer(think + self.delay, Timer::Think(c as u32));
                         }
@@ -46,13 +46,21 @@ impl Engine<'_> {
         }
     }
 
+    /// Whether a request sent at `at` is sent at all: with `drain`, nothing is sent from
+    /// `time` on (the jobs in the system still finish). A sent request reaches the machine
+    /// `dispatch_delay` later.
+    #[inline]
+    fn sent_before_sending_ends(&self, at: f64) -> bool {
+        at < self.sending_ends
+    }
+
     pub(super) fn next_arrival(&self) -> f64 {
         match &self.cfg.workload {
             Workload::Open { .. } => self.next_open,
             Workload::Closed { .. } => f64::INFINITY,
             Workload::Trace { rows } => {
                 if (self.trace_at as u64) < self.issue_limit
-                    && rows[self.trace_at].arrival < self.sending_ends
+                    && self.sent_before_sending_ends(rows[self.trace_at].arrival)
                 {
                     rows[self.trace_at].arrival + self.delay
                 } else {
@@ -153,7 +161,7 @@ impl Engine<'_> {
                     self.issued += 1;
                     self.next_open = if self.issued < self.issue_limit {
                         let next = self.now + arrival.sample(&mut self.rng_arrival);
-                        if next - self.delay < self.sending_ends {
+                        if self.sent_before_sending_ends(next - self.delay) {
                             next
                         } else {
                             f64::INFINITY
@@ -324,11 +332,10 @@ impl Engine<'_> {
         let persistent = task < self.persistent;
         let closed = matches!(self.cfg.workload, Workload::Closed { .. });
         let next_think = if closed && persistent && self.issued + self.pending < self.issue_limit {
-            // The next request travels to the machine after the client thinks, if it is sent
-            // before sending ends.
-            let ends = self.sending_ends;
-            self.next_think(task)
-                .filter(|&t| now + t < ends)
+            // The next request travels to the machine after the client thinks.
+            let think = self.next_think(task);
+            think
+                .filter(|&t| self.sent_before_sending_ends(now + t))
                 .map(|t| t + self.delay)
         } else {
             None
