@@ -782,6 +782,31 @@ def test_the_kernels_trace_names_the_path_of_each_move():
     assert not list(Path("/sys/kernel/tracing/instances").glob(f"schedlab-{os.getpid()}-*"))
 
 
+def test_a_trace_left_by_a_killed_run_is_removed_by_the_next():
+    """A run killed with SIGKILL cannot remove its tracefs instance (a ring buffer per CPU):
+    the next traced run removes every schedlab instance whose process is gone, and no other."""
+    instances = Path("/sys/kernel/tracing/instances")
+    dead = _a_dead_pid()
+    stale, alive = instances / f"schedlab-{dead}-0", instances / f"schedlab-{os.getpid()}-999"
+    stale.mkdir()
+    alive.mkdir()
+    try:
+        osrun.run({"clients": 1, "jobs": 1, "size": 1, "cpus": [0], "trace_migrations": True,
+                   **QUIET})
+        assert not stale.exists() and alive.exists()
+    finally:
+        for inst in (stale, alive):
+            if inst.exists():
+                inst.rmdir()
+
+
+def _a_dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
 def test_trace_migrations_is_refused_where_the_kernel_has_no_trace():
     for bad, allowed in ((["tracefs"], "tracefs mounted"), (None, "true or false")):
         spec = {"clients": 1, "jobs": 1, "trace_migrations": True if bad else "yes"}

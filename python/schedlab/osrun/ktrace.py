@@ -10,7 +10,8 @@ Study 002's question (how long until the kernel balances a pinned start) has two
 today's kernels depending on which of these comes first (experiments/smp-balancing/README.md).
 
 The trace uses its own tracefs instance (`instances/schedlab-<pid>-<n>`), so it neither sees
-nor disturbs another tracer, and the instance is removed whatever happens to the run. The
+nor disturbs another tracer; the instance is removed when the run ends, however it ends, and
+the instances of schedlab processes killed with SIGKILL by the next traced run. The
 launcher names itself `schedlab-os` before it forks the workers, so the kernel filters the
 event by name and the stacks are taken for the run's processes only; the workers are then
 picked out by pid. The instance's clock is CLOCK_MONOTONIC, the coordinator's.
@@ -83,6 +84,7 @@ class MigrationTrace:
 
     def __init__(self) -> None:
         self.root = check_tracefs()
+        remove_stale_instances(self.root)
         self.dir = self.root / "instances" / f"schedlab-{os.getpid()}-{next(_instances)}"
         self.text = ""
         self.lost = 0
@@ -121,6 +123,22 @@ class MigrationTrace:
             self.dir.rmdir()  # removes the instance and its buffers
         except OSError:
             pass
+
+
+def remove_stale_instances(root: Path) -> list[str]:
+    """Removes the instances of schedlab processes that no longer exist (a run killed with
+    SIGKILL cannot remove its own; each holds a ring buffer per CPU); returns their names."""
+    removed = []
+    for inst in (root / "instances").glob("schedlab-*-*"):
+        pid = inst.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            try:
+                (inst / EVENT / "enable").write_text("0")
+                inst.rmdir()
+                removed.append(inst.name)
+            except OSError:
+                pass
+    return removed
 
 
 def _overrun(stats: Path) -> int:
