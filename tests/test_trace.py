@@ -332,17 +332,20 @@ def kernel_result(placement: list[tuple[float, int, int, str]]) -> Any:
     return r
 
 
+# Two tasks sampled every 10 ms: (t, task, cpu, state).
+TWO_TASKS = ([(t, 0, c, st_) for t, c, st_ in
+              ((0, 0, "R"), (10, 0, "R"), (20, 0, "S"), (30, 1, "R"), (40, 1, "R"))]
+             + [(t, 1, c, st_) for t, c, st_ in
+                ((0, 1, "R"), (10, 1, "R"), (20, 0, "R"), (30, 0, "R"), (40, 0, "S"))])
+
+
 def test_kernel_samples_become_runnable_stretches_event_by_event():
     # Samples every 10 ms. Task 0: R on CPU 0 at 0 and 10, asleep at 20, R on CPU 1 at 30 and
     # 40 (the last sample). Task 1: R on CPU 1 at 0 and 10, R on CPU 0 at 20 and 30, asleep
     # at 40. Stretches: task 0 on CPU 0 0-20 (2 samples) and on CPU 1 30-40 (1: the last
     # sample ends it); task 1 on CPU 1 0-20 (2) and on CPU 0 20-40 (2). Moves: task 1 at 20
     # (1 -> 0), task 0 at 30 (0 -> 1). A lane per (CPU, task) in order of first use.
-    r = kernel_result([(t, 0, c, st_) for t, c, st_ in
-                       ((0, 0, "R"), (10, 0, "R"), (20, 0, "S"), (30, 1, "R"), (40, 1, "R"))]
-                      + [(t, 1, c, st_) for t, c, st_ in
-                         ((0, 1, "R"), (10, 1, "R"), (20, 0, "R"), (30, 0, "R"),
-                          (40, 0, "S"))])
+    r = kernel_result(TWO_TASKS)
     data = st.trace_dict(r)
     check_format(data)
 
@@ -386,11 +389,7 @@ def test_a_traced_kernel_run_shows_the_kernels_moves_with_their_paths():
     # the start (the pinned start's own) is not drawn.
     import pandas as pd
 
-    r = kernel_result([(t, 0, c, st_) for t, c, st_ in
-                       ((0, 0, "R"), (10, 0, "R"), (20, 0, "S"), (30, 1, "R"), (40, 1, "R"))]
-                      + [(t, 1, c, st_) for t, c, st_ in
-                         ((0, 1, "R"), (10, 1, "R"), (20, 0, "R"), (30, 0, "R"),
-                          (40, 0, "S"))])
+    r = kernel_result(TWO_TASKS)
     r.migrations = pd.DataFrame(
         [(-1.5, 0, 1, 0, "affinity", "migration/1"), (14.5, 1, 1, 0, "idle balance", "idle"),
          (17.0, 1, 0, 1, "wake-up", "x"), (18.0, 1, 1, 0, "newly-idle balance", "y"),
