@@ -14,6 +14,7 @@ DATA = Path(__file__).parent / "data" / "ktrace_moves.txt"
 def test_each_move_gets_the_path_its_stack_or_context_names():
     moves = parse(DATA.read_text())
     got = [(m["pid"], m["from_cpu"], m["to_cpu"], m["path"], m["running"]) for m in moves]
+    assert [m["running_pid"] for m in moves] == [21, 102, 0, 0, 0, 102, 23720, 21]
     assert got == [
         # The stopper moves a task whose CPU left its mask, then wakes it: affinity, not a
         # wake-up, although try_to_wake_up is on the stack.

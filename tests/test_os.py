@@ -738,7 +738,9 @@ def test_the_kernels_trace_names_the_path_of_each_move():
                    "start_pinned": [0], "release_after": 200, "load_sample": 10,
                    "trace_migrations": True, **QUIET})
     m, s = r.migrations, r.summary
-    assert list(m.columns) == ["time", "task", "from_cpu", "to_cpu", "path", "running"]
+    assert list(m.columns) == ["time", "task", "from_cpu", "to_cpu", "path", "running",
+                               "running_pid"]
+    assert ((m["running"] == "idle") == (m["running_pid"] == 0)).all()
     assert (m["from_cpu"] != m["to_cpu"]).all() and set(m["task"]) <= set(range(5))
     assert r.environment["kernel_trace"] == {"moves": len(m), "lost": 0}
     # The trace against the kernel's counter: the same moves, task by task, over the run.

@@ -391,10 +391,11 @@ def test_a_traced_kernel_run_shows_the_kernels_moves_with_their_paths():
 
     r = kernel_result(TWO_TASKS)
     r.migrations = pd.DataFrame(
-        [(-1.5, 0, 1, 0, "affinity", "migration/1"), (14.5, 1, 1, 0, "idle balance", "idle"),
-         (17.0, 1, 0, 1, "wake-up", "x"), (18.0, 1, 1, 0, "newly-idle balance", "y"),
-         (26.25, 0, 0, 1, "newly-idle balance", "z")],
-        columns=["time", "task", "from_cpu", "to_cpu", "path", "running"])
+        [(-1.5, 0, 1, 0, "affinity", "migration/1", 21),
+         (14.5, 1, 1, 0, "idle balance", "idle", 0), (17.0, 1, 0, 1, "wake-up", "x", 7),
+         (18.0, 1, 1, 0, "newly-idle balance", "y", 8),
+         (26.25, 0, 0, 1, "newly-idle balance", "z", 9)],
+        columns=["time", "task", "from_cpu", "to_cpu", "path", "running", "running_pid"])
     data = st.trace_dict(r)
     check_format(data)
     moves = [(e["ts"], e["pid"], e["args"]) for e in data["traceEvents"]

@@ -272,7 +272,7 @@ class Result:
     # requests a replay leaves out at its start in attrs["warmup"]; None elsewhere.
     replay_trace: pd.DataFrame | None = None
     # The os world's workers' moves between CPUs from the kernel's trace (`trace_migrations`):
-    # time (ms), task, from_cpu, to_cpu, path, running; None when not traced.
+    # time (ms), task, from_cpu, to_cpu, path, running, running_pid; None when not traced.
     migrations: pd.DataFrame | None = None
 
     @classmethod

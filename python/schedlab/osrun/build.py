@@ -166,7 +166,7 @@ def _load_samples(load: pd.DataFrame, plan: dict[str, Any], end_ms: float
             "release": _release(plan), "end": end_ms}
 
 
-MIGRATION_COLUMNS = ["time", "task", "from_cpu", "to_cpu", "path", "running"]
+MIGRATION_COLUMNS = ["time", "task", "from_cpu", "to_cpu", "path", "running", "running_pid"]
 
 
 def _migrations(raw: dict[str, Any]) -> pd.DataFrame:
@@ -177,7 +177,7 @@ def _migrations(raw: dict[str, Any]) -> pd.DataFrame:
     task_of = {t["pid"]: t["task"] for t in raw["tasks"]}
     rows = [{"time": (m["time"] * 1e9 - raw["start_ns"]) / 1e6, "task": task_of[m["pid"]],
              "from_cpu": m["from_cpu"], "to_cpu": m["to_cpu"], "path": m["path"],
-             "running": m["running"]}
+             "running": m["running"], "running_pid": m["running_pid"]}
             for m in parse(raw["kernel_trace"]["text"])
             # The kernel traces set_task_cpu also when the CPU stays the same: not a move.
             if m["pid"] in task_of and m["from_cpu"] != m["to_cpu"]]

@@ -150,7 +150,8 @@ def parse(text: str) -> list[dict[str, object]]:
     """The moves in a trace's text: time (s, the trace clock), pid, comm, from_cpu, to_cpu,
     path (PATHS; from the context when the kernel gave no stack: a move made in a softirq on
     the destination CPU is its periodic balance, `idle balance` when that CPU was idle and
-    `busy balance` when not), and the task that was running where the move was made."""
+    `busy balance` when not), and the task that was running where the move was made (its
+    name and pid; 0 for the idle task)."""
     moves: list[dict[str, object]] = []
     for block in re.split(r"\n(?=[^\n]*: sched_migrate_task: )", text):
         m = _EVENT_LINE.search(block)
@@ -166,6 +167,6 @@ def parse(text: str) -> list[dict[str, object]]:
         moves.append({
             "time": float(m["t"]), "pid": int(m["pid"]), "comm": m["comm"],
             "from_cpu": int(m["orig"]), "to_cpu": int(m["dest"]), "path": path or "other",
-            "running": "idle" if idle else m["ctx"].strip(),
+            "running": "idle" if idle else m["ctx"].strip(), "running_pid": int(m["ctxpid"]),
         })
     return moves
