@@ -437,10 +437,19 @@ def test_an_experiment_calibrates_first_and_shows_three_lines(tmp_path):
         "machine.profile = calibrate: profile-server.toml, measured in ")
     m = res.metric("response_mean").set_index(["world", "label"])["mean"]
     # One-packet quanta: the server's own cost of a turn is as large as a packet's. The
-    # calibrated model is near the server (within 10% on one 2 s run), the ideal one is not.
+    # calibrated model is near the server, the ideal one 40% under it. How near one pair can
+    # be is set by this machine: the server's RR mean and the profile's cost of a turn drift
+    # by 4-6% from one minute to the next whatever the run's length (2 s, 6 s, or 3 x 2 s),
+    # so calibrated / real ranged 0.91-1.14 over 40 runs of this test (2026-11-27, sd 0.05;
+    # one CI run failed the 10% this used to ask). 20% is 3.5 sd. The 5% of issue 14 is
+    # measured on the full files, paired run by run (experiments/fileserver/README.md).
     real, ideal, calibrated = (m[(w, "RR 1 packet")] for w in ("server", "sim", "calibrated"))
-    assert calibrated == pytest.approx(real, rel=0.10), (real, ideal, calibrated)
+    assert calibrated == pytest.approx(real, rel=0.20), (real, ideal, calibrated)
     assert ideal < 0.75 * real, (real, ideal, calibrated)
+    # FCFS has no turns: there the profile's fixed and per-KiB costs alone carry the model
+    # (0.96-1.03 over the same 40 runs).
+    real, calibrated = m[("server", "FCFS")], m[("calibrated", "FCFS")]
+    assert calibrated == pytest.approx(real, rel=0.10), (real, calibrated)
     gap = world_gap(res)
     assert set(zip(gap["reference"], gap["world"], strict=True)) == {("sim", "server"),
                                                                      ("calibrated", "server")}
