@@ -282,3 +282,77 @@ fn a_run_that_drains_stops_sending_at_its_time_and_finishes_what_it_holds() {
     .expect("refused");
     assert!(e.to_string().starts_with("drain = true"), "{e}");
 }
+
+#[test]
+fn a_dispatcher_on_cpu_0_holds_up_what_cpu_0_runs() {
+    // Two CPUs, one FCFS queue, four jobs of 1 ms at 0; the dispatcher works 0.1 on CPU 0 for
+    // each job's first run. Job 0 starts on CPU 0 after the dispatcher's 0.1 for it (0.1-1.1);
+    // job 1 on CPU 1 at once (0-1), and the dispatcher's 0.1 for it holds job 0 up (ends 1.2).
+    // At 1 job 2 goes to CPU 1 (1-2): job 0 ends at 1.3. Job 3 on CPU 0 after the
+    // dispatcher's 0.1 for it: 1.4-2.4. Without the dispatcher: 1, 1, 2, 2.
+    let spec = |dispatcher_cost: Option<f64>, policy: &str| SimSpec {
+        policy: Some(policy.into()),
+        trace: Some(trace("0,1\n0,1\n0,1\n0,1\n")),
+        cpus: Some(2),
+        dispatcher_cost,
+        keep_jobs: Some(true),
+        keep_schedule: Some(true),
+        ..Default::default()
+    };
+    let table = |out: &Output| {
+        let jobs = out.jobs.as_ref().unwrap();
+        let mut r: Vec<(i64, f64, i64)> = (0..jobs.len())
+            .map(|i| {
+                (
+                    jobs.job[i] as i64,
+                    (jobs.response[i] * 1e9).round() / 1e9,
+                    jobs.cpu[i] as i64,
+                )
+            })
+            .collect();
+        r.sort_by_key(|x| x.0);
+        r
+    };
+    let held = simulate(&spec(Some(0.1), "fcfs")).unwrap();
+    assert_eq!(
+        table(&held),
+        vec![(0, 1.3, 0), (1, 1.0, 1), (2, 2.0, 1), (3, 2.4, 0)]
+    );
+    let plain = simulate(&spec(None, "fcfs")).unwrap();
+    let responses: Vec<f64> = table(&plain).iter().map(|x| x.1).collect();
+    assert_eq!(responses, vec![1.0, 1.0, 2.0, 2.0]);
+    // Fluid policies have no first run to pay it on.
+    let e = simulate(&spec(Some(0.1), "ps")).err().expect("refused");
+    assert!(e.to_string().starts_with("dispatcher_cost = 0.1"), "{e}");
+}
+
+#[test]
+fn a_dispatcher_working_on_an_idle_cpu_0_delays_the_next_job_there() {
+    // Per-CPU runqueues, tasks placed in turn (0, 1, 0): job 0 (0.2 ms) at 0 on CPU 0 runs
+    // 0.1-0.3 after the dispatcher's 0.1; job 1 (1 ms) at 0.5 on CPU 1 runs 0.5-1.5 while
+    // the dispatcher works for it on the idle CPU 0 until 0.6; job 2 (1 ms) at 0.55 on CPU 0
+    // waits for that (0.05), then for the dispatcher's 0.1 for itself: 0.7-1.7, response 1.15.
+    let spec = SimSpec {
+        policy: Some("fcfs".into()),
+        trace: Some(trace("0,0.2\n0.5,1\n0.55,1\n")),
+        cpus: Some(2),
+        runqueues: Some("per-cpu".into()),
+        placement: Some("rr".into()),
+        dispatcher_cost: Some(0.1),
+        keep_jobs: Some(true),
+        ..Default::default()
+    };
+    let out = simulate(&spec).unwrap();
+    let jobs = out.jobs.as_ref().unwrap();
+    let mut r: Vec<(i64, f64, i64)> = (0..jobs.len())
+        .map(|i| {
+            (
+                jobs.job[i] as i64,
+                (jobs.response[i] * 1e9).round() / 1e9,
+                jobs.cpu[i] as i64,
+            )
+        })
+        .collect();
+    r.sort_by_key(|x| x.0);
+    assert_eq!(r, vec![(0, 0.3, 0), (1, 1.0, 1), (2, 1.15, 0)]);
+}

@@ -390,10 +390,11 @@ impl Engine<'_> {
     /// Starts `id` on CPU `c`. `continuing`: the same thread goes on with its next job.
     pub(super) fn dispatch(&mut self, c: usize, id: JobId, continuing: bool) {
         let now = self.now;
-        let m = &self.cfg.machine;
+        let cfg = self.cfg;
+        let m = &cfg.machine;
         let j = &mut self.jobs[id.index()];
-        let t = &mut self.tasks[j.task as usize];
-        let start = if j.first_run.is_nan() {
+        let first = j.first_run.is_nan();
+        let start = if first {
             j.first_run = now;
             if j.woke_machine {
                 m.start_cost + m.idle_wake
@@ -427,6 +428,13 @@ impl Engine<'_> {
             j.migrations += 1;
             overhead += m.migration_cost;
         }
+        let dispatcher_cost = m.dispatcher_cost;
+        if dispatcher_cost > 0.0 {
+            overhead += self.dispatcher_works(c, first, dispatcher_cost);
+        }
+        let cpu = &mut self.cpus[c];
+        let j = &mut self.jobs[id.index()];
+        let t = &mut self.tasks[j.task as usize];
         if t.last_cpu != NONE && t.last_cpu != c as i32 {
             t.migrations += 1;
         }
@@ -456,6 +464,30 @@ impl Engine<'_> {
             cpu.busy_since = now;
         }
         self.cpu_until.set(c, now + overhead + run_len);
+    }
+
+    /// `dispatcher_cost`: the dispatcher, on CPU 0 above the jobs, works `cost` for a job's
+    /// first run on CPU `c`. Returns the delay of the run starting on `c`: on CPU 0, the
+    /// dispatcher's work still under way there and this job's; elsewhere none, and the job CPU
+    /// 0 runs (if any) is held up by `cost`.
+    fn dispatcher_works(&mut self, c: usize, first: bool, cost: f64) -> f64 {
+        let now = self.now;
+        let work = if first { cost } else { 0.0 };
+        if c == 0 {
+            let busy = (self.dispatcher_until - now).max(0.0);
+            self.dispatcher_until = now + busy + work;
+            return busy + work;
+        }
+        if first {
+            let cpu0 = &mut self.cpus[0];
+            if cpu0.job.is_some() {
+                cpu0.run_start += work;
+                self.cpu_until.set(0, cpu0.run_start + cpu0.run_len);
+            } else {
+                self.dispatcher_until = self.dispatcher_until.max(now) + work;
+            }
+        }
+        0.0
     }
 
     /// Ends the run on CPU `c` now: burst done, slice expired or (`preempted`) preemption.

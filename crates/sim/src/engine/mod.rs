@@ -220,6 +220,8 @@ struct Engine<'a> {
     delay: f64,
     /// `idle_wake` is set: arrivals note whether they found the machine empty.
     idle_wake: bool,
+    /// With `dispatcher_cost`: until when the dispatcher's work keeps an idle CPU 0 busy.
+    dispatcher_until: f64,
     /// Nothing is sent at or after this instant (`drain`; infinite otherwise).
     sending_ends: f64,
     jobs: Vec<Job>,
@@ -354,7 +356,11 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
             f.set_cpus(share_cpus).map_err(|why| {
                 SpecError::new("cpus", m.cpus, format!("{why} (or runqueues = per-cpu)"))
             })?;
-            for (key, value) in [("timeslice", m.timeslice), ("idle_wake", Some(m.idle_wake))] {
+            for (key, value) in [
+                ("timeslice", m.timeslice),
+                ("idle_wake", Some(m.idle_wake)),
+                ("dispatcher_cost", Some(m.dispatcher_cost)),
+            ] {
                 if let Some(v) = value.filter(|&v| v > 0.0) {
                     return Err(SpecError::new(
                         key,
@@ -416,6 +422,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         scaled: m.service_scale != 1.0 || m.service_offset != 0.0,
         delay: m.dispatch_delay,
         idle_wake: m.idle_wake > 0.0,
+        dispatcher_until: f64::NEG_INFINITY,
         sending_ends: cfg.sending_ends(),
         jobs: Vec::new(),
         free_jobs: Vec::new(),
