@@ -19,6 +19,19 @@ fn trace_with(header: &str, rows: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// Per job, sorted by job: (job, response rounded to 1e-9 ms, CPU of its last run).
+fn job_rows(out: &Output) -> Vec<(i64, f64, i64)> {
+    let jobs = out.jobs.as_ref().unwrap();
+    let mut r: Vec<(i64, f64, i64)> = (0..jobs.len())
+        .map(|i| {
+            let response = (jobs.response[i] * 1e9).round() / 1e9;
+            (jobs.job[i] as i64, response, jobs.cpu[i] as i64)
+        })
+        .collect();
+    r.sort_by_key(|x| x.0);
+    r
+}
+
 fn run(policy: &str, params: &[(&str, f64)], rows: &str) -> Output {
     let spec = SimSpec {
         policy: Some(policy.into()),
@@ -177,19 +190,7 @@ fn a_job_that_finds_the_machine_empty_pays_its_wake_up() {
         keep_schedule: Some(true),
         ..Default::default()
     };
-    let responses = |out: &Output| {
-        let jobs = out.jobs.as_ref().unwrap();
-        let mut r: Vec<(i64, f64)> = jobs
-            .job
-            .iter()
-            .map(|&j| j as i64)
-            .zip(jobs.response.iter().copied())
-            .collect();
-        r.sort_by_key(|x| x.0);
-        r.into_iter()
-            .map(|x| (x.1 * 1e9).round() / 1e9)
-            .collect::<Vec<f64>>()
-    };
+    let responses = |out: &Output| job_rows(out).iter().map(|x| x.1).collect::<Vec<f64>>();
     let woken = simulate(&spec(Some(0.5), "fcfs")).unwrap();
     assert_eq!(responses(&woken), vec![2.8, 3.9, 1.8]);
     let starts: Vec<f64> = woken
@@ -299,27 +300,13 @@ fn a_dispatcher_on_cpu_0_holds_up_what_cpu_0_runs() {
         keep_schedule: Some(true),
         ..Default::default()
     };
-    let table = |out: &Output| {
-        let jobs = out.jobs.as_ref().unwrap();
-        let mut r: Vec<(i64, f64, i64)> = (0..jobs.len())
-            .map(|i| {
-                (
-                    jobs.job[i] as i64,
-                    (jobs.response[i] * 1e9).round() / 1e9,
-                    jobs.cpu[i] as i64,
-                )
-            })
-            .collect();
-        r.sort_by_key(|x| x.0);
-        r
-    };
     let held = simulate(&spec(Some(0.1), "fcfs")).unwrap();
     assert_eq!(
-        table(&held),
+        job_rows(&held),
         vec![(0, 1.3, 0), (1, 1.0, 1), (2, 2.0, 1), (3, 2.4, 0)]
     );
     let plain = simulate(&spec(None, "fcfs")).unwrap();
-    let responses: Vec<f64> = table(&plain).iter().map(|x| x.1).collect();
+    let responses: Vec<f64> = job_rows(&plain).iter().map(|x| x.1).collect();
     assert_eq!(responses, vec![1.0, 1.0, 2.0, 2.0]);
     // Fluid policies have no first run to pay it on.
     let e = simulate(&spec(Some(0.1), "ps")).err().expect("refused");
@@ -343,16 +330,5 @@ fn a_dispatcher_working_on_an_idle_cpu_0_delays_the_next_job_there() {
         ..Default::default()
     };
     let out = simulate(&spec).unwrap();
-    let jobs = out.jobs.as_ref().unwrap();
-    let mut r: Vec<(i64, f64, i64)> = (0..jobs.len())
-        .map(|i| {
-            (
-                jobs.job[i] as i64,
-                (jobs.response[i] * 1e9).round() / 1e9,
-                jobs.cpu[i] as i64,
-            )
-        })
-        .collect();
-    r.sort_by_key(|x| x.0);
-    assert_eq!(r, vec![(0, 0.3, 0), (1, 1.0, 1), (2, 1.15, 0)]);
+    assert_eq!(job_rows(&out), vec![(0, 0.3, 0), (1, 1.0, 1), (2, 1.15, 0)]);
 }
