@@ -7,6 +7,10 @@ slice expires is queued ahead of the expired job.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 import schedlab
 
@@ -208,15 +212,11 @@ def test_rr_expired_job_goes_to_the_tail_with_a_new_quantum(write_trace):
                            (2, 17, 18)]
 
 
-def test_a_dispatcher_on_cpu_0_from_python_and_the_cli(write_trace, tmp_path):
+def test_a_dispatcher_on_cpu_0_from_python_and_the_cli(write_trace):
     """`dispatcher_cost` (the Rust test has the reasoning): four 1 ms jobs at 0 on 2 CPUs,
     the dispatcher's 0.1 ms per first run on CPU 0. The same schedule from the CLI; the
     xv6 file's measured split (README: the dispatcher's CPU completes 63-84 of 200 tiny
     jobs) comes out of the traced s = 0.254 and w = 0.08 ms: 69 of 200."""
-    import json
-    import subprocess
-    import sys
-
     rows = [(0, 1), (0, 1), (0, 1), (0, 1)]
     r = run(write_trace, "fcfs", rows, cpus=2, dispatcher_cost=0.1)
     # A segment is a run's service; as with every overhead, the dispatcher's holds are not
