@@ -30,6 +30,8 @@ def cases(py: str, schedlab: str) -> dict[str, list[str]]:
         "schedlab policies": [schedlab, "policies"],
         "schedlab sim --load 0.9 --jobs 100 --json": [schedlab, "sim", "--load", "0.9",
                                                       "--jobs", "100", "--json"],
+        "schedlab sim --load 0.9 --jobs 100": [schedlab, "sim", "--load", "0.9",
+                                               "--jobs", "100"],
         "schedlab sim --load 0.9 --jobs 20000000 --json": [schedlab, "sim", "--load", "0.9",
                                                            "--jobs", "20000000", "--json"],
     }

@@ -5,6 +5,7 @@ key, one unit per name."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 
 import pytest
@@ -115,3 +116,23 @@ def test_the_command_line_starts_without_pandas_scipy_or_matplotlib():
              "'1000', '--json'])\n"
              "print(json.loads(buf.getvalue())['jobs'], 'pandas' in sys.modules)")
     assert _fresh_python(probe).split() == ["1000", "False"]
+    # Nor its table view, per-class table included; each class's row is the API's (the same
+    # run, which does build the tables with pandas), to the table's 4 significant digits.
+    classes = ("[{'name': 'a', 'fraction': 0.5}, {'name': 'b', 'fraction': 0.5, "
+               "'size': 'exp:3'}]")
+    probe = ("import sys, json, contextlib, io\nfrom schedlab.cli import main\n"
+             "argv = ['sim', '--load', '0.5', '--jobs', '1000', '--class', 'name=a fraction=0.5', "
+             "'--class', 'name=b fraction=0.5 size=exp:3']\n"
+             "buf = io.StringIO()\n"
+             "with contextlib.redirect_stdout(buf): main(argv)\n"
+             "pandas = 'pandas' in sys.modules\n"
+             "import schedlab\n"
+             f"r = schedlab.simulate(load=0.5, jobs=1000, classes={classes})\n"
+             "print(json.dumps({'pandas': pandas, 'text': buf.getvalue(), 'api': [[c['class'], "
+             "int(c['jobs']), f\"{c['response_mean']:.4g}\"] for _, c in r.classes.iterrows()]}))")
+    out = json.loads(_fresh_python(probe))
+    assert out["pandas"] is False
+    rows = [[cell.strip() for cell in line.split("│")[1:4]] for line in out["text"].splitlines()
+            if line.startswith(("│ a ", "│ b "))]
+    assert rows == [[name, str(jobs), mean] for name, jobs, mean in out["api"]], out["text"]
+    assert "by class" in out["text"] and "response mean" in out["text"]

@@ -13,8 +13,8 @@ import pytest
 import schedlab
 from conftest import ROOT
 from nbclient import NotebookClient
-from schedlab.results import OS_SUMMARY_ROWS, SUMMARY_ROWS
 from schedlab.stats import t_interval
+from schedlab.summary_rows import OS_SUMMARY_ROWS, SUMMARY_ROWS
 
 NOTEBOOK = ROOT / "docs" / "notebooks" / "convoy.ipynb"
 

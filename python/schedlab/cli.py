@@ -40,11 +40,11 @@ def with_units(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary_table(title: str, s: dict[str, Any]) -> Any:
-    """A rich table of a summary: the rows of its world (`schedlab.results.SUMMARY_ROWS`), each
+    """A rich table of a summary: the rows of its world (`schedlab.summary_rows.SUMMARY_ROWS`), each
     with its 95% interval where the summary has one, and its unit."""
     from rich.table import Table
 
-    from schedlab.results import metric_rows
+    from schedlab.summary_rows import metric_rows
 
     table = Table(title=title)
     table.add_column("metric")
@@ -123,9 +123,14 @@ def cmd_sim(args: argparse.Namespace) -> int:
         if outputs["schedule"]:
             spec["keep_schedule"] = True
         return _sim_compare(args, spec, outputs, replications, workers)
-    if args.json and not any(outputs.values()) and replications == 1 and not args.trace_out:
-        # The summary alone: no table to build, so nothing of pandas to import (issue 12).
-        print(dumps(with_units(sim_world.run_summary(spec))))
+    if not any(outputs.values()) and replications == 1 and not args.trace_out:
+        # The summary and the class table alone: no table to build, so nothing of pandas to
+        # import (issue 12).
+        s, classes = sim_world.run_summary_and_classes(spec)
+        if args.json:
+            print(dumps(with_units(s)))
+        else:
+            _print_sim_summary(_sim_title(s), s, run_notes(s), classes)
         return 0
     from schedlab.results import write_table
 
@@ -144,13 +149,12 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(dumps(with_units(result.summary)))
         return 0
     s = result.summary
-    _print_sim_summary(f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed "
-                       f"{s['seed']}", s, run_notes(s))
-    if len(result.classes) > 1:
-        from rich.console import Console
-
-        Console().print(result.classes.to_string(index=False))
+    _print_sim_summary(_sim_title(s), s, run_notes(s), result.classes.to_dict("records"))
     return 0
+
+
+def _sim_title(s: dict[str, Any]) -> str:
+    return f"{s['policy']}: {s['jobs']} jobs on {s['cpus']} CPU(s), seed {s['seed']}"
 
 
 def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
@@ -232,8 +236,14 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
     return 0
 
 
-def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str]) -> None:
+def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str],
+                       classes: list[dict[str, Any]] | None = None) -> None:
+    """A run's summary table, the per-class table below it when the run has classes, and the
+    notes about its numbers."""
     from rich.console import Console
+    from rich.table import Table
+
+    from schedlab.summary_rows import class_rows
 
 
     table = summary_table(title, s)
@@ -244,6 +254,14 @@ def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str]) -> None:
                           "ratio" if key == "utilization_per_cpu" else "jobs")
     console = Console()
     console.print(table)
+    header, rows = class_rows(classes)
+    if rows:
+        by_class = Table(title="by class")
+        for i, name in enumerate(header):
+            by_class.add_column(name, justify="right" if i else "left")
+        for row in rows:
+            by_class.add_row(*row)
+        console.print(by_class)
     for note in notes:
         console.print(note, style="bold red" if "WARNING" in note else None)
 

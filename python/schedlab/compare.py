@@ -129,7 +129,7 @@ class Comparison:
     def text_table(self) -> tuple[list[str], list[list[str]]]:
         """The comparison as text, as the command prints it and a notebook shows it: a header
         (each number's unit, `[95% interval]`, theory) and one row per policy."""
-        from schedlab.results import interval_of, interval_text, number_text
+        from schedlab.summary_rows import interval_of, interval_text, number_text
 
         units = self.units()
         header = ["policy"]
@@ -152,7 +152,7 @@ class Comparison:
 
     def _repr_html_(self) -> str:
         """One row per policy, as `schedlab sim --policy a,b` prints it (for notebooks)."""
-        from schedlab.results import html_table
+        from schedlab.summary_rows import html_table
 
         header, rows = self.text_table()
         return html_table(header, rows, caption=f"The same workload and seed ({self.seed}) "

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import math
-import numbers
 import os
 import platform
 from dataclasses import dataclass, field
@@ -20,7 +19,18 @@ import pandas as pd
 import schedlab._core as _core
 from schedlab.files import atomic_file
 from schedlab.jsonio import dumps
-from schedlab.vocabulary import SUMMARY_UNITS, spec_error
+from schedlab.summary_rows import (
+    LABELS,
+    UNITS,
+    class_rows,
+    finite_number,
+    html_table,
+    interval_of,
+    interval_text,
+    metric_rows,
+    number_text,
+)
+from schedlab.vocabulary import spec_error
 
 JOB_COLUMNS = [
     "job", "client", "class", "cpu", "arrival", "first_run", "completion", "size", "wait",
@@ -36,43 +46,6 @@ TASK_COLUMNS = ["task", "class", "jobs", "response_mean", "migrations", "cpu", "
                 "share", "entitled", "share_ratio"]
 CLASS_COLUMNS = ["class", "jobs", "response_mean", "response_p50", "response_p95",
                  "response_p99", "wait_mean", "slowdown_mean"]
-
-
-def _rows(*rows: tuple[str, ...]) -> list[tuple[str, str, str]]:
-    """(key, label, unit) rows, each key's unit the one the vocabulary declares
-    (`SUMMARY_UNITS`); a world's own key, which the core does not declare, gives its unit as a
-    third item."""
-    return [(r[0], r[1], r[2] if len(r) > 2 else SUMMARY_UNITS[r[0]]) for r in rows]
-
-
-# (key, label, unit): the rows of a run's summary table, in the CLI (`schedlab sim`) and in a
-# notebook (`Result._repr_html_`); a key with a `KEY_ci` in the summary shows its 95% interval
-# beside it.
-SUMMARY_ROWS = _rows(
-    ("response_mean", "response mean"), ("response_p50", "response p50"),
-    ("response_p95", "response p95"), ("response_p99", "response p99"),
-    ("response_std", "response std"), ("wait_mean", "wait mean"), ("wait_p99", "wait p99"),
-    ("slowdown_mean", "slowdown mean"), ("throughput", "throughput"),
-    ("utilization", "utilization"), ("context_switches", "context switches"),
-    ("migrations", "migrations"), ("task_response_cv", "CV of task mean responses"),
-    ("jain_slowdown", "Jain (slowdown)"), ("jain_share", "Jain (share/entitled)"),
-)
-
-# The rows of the os world's table: the common metrics, then the os world's own.
-OS_SUMMARY_ROWS = _rows(
-    ("response_mean", "response mean"), ("response_p50", "response p50"),
-    ("response_p95", "response p95"), ("response_p99", "response p99"),
-    ("wait_mean", "run-queue wait mean"), ("throughput", "throughput"),
-    ("utilization", "utilization"), ("context_switches", "context switches"),
-    ("migrations", "migrations"), ("jain_share", "Jain (share/entitled)"),
-    ("contended_ms", "contended interval", "ms"),
-    ("measure_overhead", "measurement overhead", "ratio"),
-    ("dispatcher_overhead", "dispatcher CPU / wall", "ratio"),
-    ("foreign_fraction", "foreign CPU", "ratio"),
-)
-
-# The columns of the per-class table shown beside a summary (keys of CLASS_COLUMNS).
-CLASS_ROWS = ["response_mean", "response_p99", "wait_mean", "slowdown_mean"]
 
 
 def summarize(jobs: pd.DataFrame, tasks: list[dict[str, Any]], class_names: list[str],
@@ -136,82 +109,12 @@ def _environment() -> dict[str, Any]:
 # How a summary shows itself in a notebook (`_repr_html_`) and at a prompt (`__repr__`).
 # ---------------------------------------------------------------------------------------------
 
-UNITS: dict[str, str] = {**SUMMARY_UNITS, **{key: unit for key, _, unit in OS_SUMMARY_ROWS}}
-LABELS: dict[str, str] = {key: label for key, label, _ in SUMMARY_ROWS}
-
-
-def _finite(value: Any) -> bool:
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-def number_text(value: Any) -> str:
-    """A number as the tables print it: whole numbers whole, others to 4 significant digits."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return f"{float(value):.4g}"
-    return str(value)
-
-
-def interval_of(summary: dict[str, Any], key: str) -> tuple[float, float] | None:
-    """The 95% interval `KEY_ci` of a summary, or None where it has none (or a NaN one)."""
-    ci = summary.get(f"{key}_ci")
-    if isinstance(ci, list | tuple) and len(ci) == 2 and all(map(_finite, ci)):
-        return float(ci[0]), float(ci[1])
-    return None
-
-
-def interval_text(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
-
-
-def rows_of(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """The (key, label, unit) rows of a summary's world."""
-    return OS_SUMMARY_ROWS if summary.get("world") == "os" else SUMMARY_ROWS
-
-
-def metric_rows(summary: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(label, value, 95% interval, unit) of every row the summary has a finite value for."""
-    return [(label, number_text(summary[key]), interval_text(interval_of(summary, key)), unit)
-            for key, label, unit in rows_of(summary) if _finite(summary.get(key))]
-
-
-def html_table(header: list[str], rows: list[list[str]], right: set[int] | None = None,
-               caption: str = "") -> str:
-    """A plain HTML table, every text escaped; the columns in `right` (numbers) align right,
-    the others left."""
-    right = set(range(1, len(header))) if right is None else right
-    e = html.escape
-
-    def cells(tag: str, row: list[str]) -> str:
-        return "".join(f'<{tag} style="text-align:{"right" if i in right else "left"}">{e(c)}'
-                       f"</{tag}>" for i, c in enumerate(row))
-
-    body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
-    cap = f"<caption>{e(caption)}</caption>" if caption else ""
-    return (f"<table>{cap}<thead><tr>{cells('th', header)}</tr></thead>"
-            f"<tbody>{body}</tbody></table>")
-
-
-def class_rows(classes: pd.DataFrame | None) -> tuple[list[str], list[list[str]]]:
-    """The header and rows of a per-class table (CLASS_ROWS, with units); none for a run of
-    one class."""
-    if classes is None or len(classes) < 2 or "class" not in classes:
-        return [], []
-    keys = [k for k in CLASS_ROWS if k in classes]
-    header = ["class", "jobs"] + [f"{LABELS[k]} ({UNITS[k]})" for k in keys]
-    rows = [[str(r["class"]), number_text(r["jobs"])] + [number_text(r[k]) for k in keys]
-            for _, r in classes.iterrows()]
-    return header, rows
-
-
 def summary_html(summary: dict[str, Any], line: str, classes: pd.DataFrame | None = None) -> str:
     """A summary as a notebook shows it: its main metrics with units and 95% intervals, the
     per-class table when there are classes, and one line about the run."""
     parts = [html_table(["metric", "value", "95% interval", "unit"],
                         [list(r) for r in metric_rows(summary)], right={1, 2})]
-    header, rows = class_rows(classes)
+    header, rows = class_rows(None if classes is None else classes.to_dict("records"))
     if rows:
         parts.append(html_table(header, rows, caption="by class"))
     parts.append(f"<p>{html.escape(line)}</p>")
@@ -222,7 +125,7 @@ def summary_repr(kind: str, line: str, summary: dict[str, Any]) -> str:
     """One line: what the run was, then its mean and p99 response with their intervals."""
     shown = []
     for key in ("response_mean", "response_p99"):
-        if _finite(summary.get(key)):
+        if finite_number(summary.get(key)):
             ci = interval_text(interval_of(summary, key))
             shown.append(f"{LABELS[key]} {number_text(summary[key])} {UNITS[key]}"
                          + (f" {ci}" if ci else ""))

@@ -14,14 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab.results import (
-    LABELS,
-    UNITS,
-    html_table,
-    interval_text,
-    number_text,
-    plural,
-)
+from schedlab.results import plural
+from schedlab.summary_rows import LABELS, UNITS, html_table, interval_text, number_text
 from schedlab.vocabulary import DEFAULT_SEED, in_time_unit, spec_error
 
 FORMAT = 1

@@ -326,4 +326,11 @@ def run_many(specs: list[dict[str, Any]], workers: int | None = None) -> list[Re
 
 def run_summary(spec: dict[str, Any]) -> dict[str, Any]:
     """The summary of `run(spec)` alone, without its tables (nor pandas to hold them)."""
-    return _core.simulate(core_spec({**spec, "keep_jobs": False}))["summary"]
+    return run_summary_and_classes(spec)[0]
+
+
+def run_summary_and_classes(spec: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The summary of `run(spec)` and its per-class table as records (one dict per class), no
+    other table and no pandas: what `schedlab sim` prints."""
+    raw = _core.simulate(core_spec({**spec, "keep_jobs": False}))
+    return raw["summary"], raw["classes"]

@@ -1,0 +1,120 @@
+"""How a run summary shows itself as text, whatever the world: its rows (key, label, unit),
+numbers and 95% intervals as the tables print them, and plain HTML tables. Pure Python, so a
+command that prints a summary (`schedlab sim` without table outputs) needs no pandas (issue 12);
+`schedlab.results` builds its notebook views on the same rows."""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+from typing import Any
+
+from schedlab.vocabulary import SUMMARY_UNITS
+
+
+def _rows(*rows: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """(key, label, unit) rows, each key's unit the one the vocabulary declares
+    (`SUMMARY_UNITS`); a world's own key, which the core does not declare, gives its unit as a
+    third item."""
+    return [(r[0], r[1], r[2] if len(r) > 2 else SUMMARY_UNITS[r[0]]) for r in rows]
+
+
+# (key, label, unit): the rows of a run's summary table, in the CLI (`schedlab sim`) and in a
+# notebook (`Result._repr_html_`); a key with a `KEY_ci` in the summary shows its 95% interval
+# beside it.
+SUMMARY_ROWS = _rows(
+    ("response_mean", "response mean"), ("response_p50", "response p50"),
+    ("response_p95", "response p95"), ("response_p99", "response p99"),
+    ("response_std", "response std"), ("wait_mean", "wait mean"), ("wait_p99", "wait p99"),
+    ("slowdown_mean", "slowdown mean"), ("throughput", "throughput"),
+    ("utilization", "utilization"), ("context_switches", "context switches"),
+    ("migrations", "migrations"), ("task_response_cv", "CV of task mean responses"),
+    ("jain_slowdown", "Jain (slowdown)"), ("jain_share", "Jain (share/entitled)"),
+)
+
+# The rows of the os world's table: the common metrics, then the os world's own.
+OS_SUMMARY_ROWS = _rows(
+    ("response_mean", "response mean"), ("response_p50", "response p50"),
+    ("response_p95", "response p95"), ("response_p99", "response p99"),
+    ("wait_mean", "run-queue wait mean"), ("throughput", "throughput"),
+    ("utilization", "utilization"), ("context_switches", "context switches"),
+    ("migrations", "migrations"), ("jain_share", "Jain (share/entitled)"),
+    ("contended_ms", "contended interval", "ms"),
+    ("measure_overhead", "measurement overhead", "ratio"),
+    ("dispatcher_overhead", "dispatcher CPU / wall", "ratio"),
+    ("foreign_fraction", "foreign CPU", "ratio"),
+)
+
+# The columns of the per-class table shown beside a summary (keys of CLASS_COLUMNS).
+CLASS_ROWS = ["response_mean", "response_p99", "wait_mean", "slowdown_mean"]
+
+
+UNITS: dict[str, str] = {**SUMMARY_UNITS, **{key: unit for key, _, unit in OS_SUMMARY_ROWS}}
+LABELS: dict[str, str] = {key: label for key, label, _ in SUMMARY_ROWS}
+
+
+def finite_number(value: Any) -> bool:
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def number_text(value: Any) -> str:
+    """A number as the tables print it: whole numbers whole, others to 4 significant digits."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return f"{float(value):.4g}"
+    return str(value)
+
+
+def interval_of(summary: dict[str, Any], key: str) -> tuple[float, float] | None:
+    """The 95% interval `KEY_ci` of a summary, or None where it has none (or a NaN one)."""
+    ci = summary.get(f"{key}_ci")
+    if isinstance(ci, list | tuple) and len(ci) == 2 and all(map(finite_number, ci)):
+        return float(ci[0]), float(ci[1])
+    return None
+
+
+def interval_text(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+
+
+def rows_of(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The (key, label, unit) rows of a summary's world."""
+    return OS_SUMMARY_ROWS if summary.get("world") == "os" else SUMMARY_ROWS
+
+
+def metric_rows(summary: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(label, value, 95% interval, unit) of every row the summary has a finite value for."""
+    return [(label, number_text(summary[key]), interval_text(interval_of(summary, key)), unit)
+            for key, label, unit in rows_of(summary) if finite_number(summary.get(key))]
+
+
+def html_table(header: list[str], rows: list[list[str]], right: set[int] | None = None,
+               caption: str = "") -> str:
+    """A plain HTML table, every text escaped; the columns in `right` (numbers) align right,
+    the others left."""
+    right = set(range(1, len(header))) if right is None else right
+    e = html.escape
+
+    def cells(tag: str, row: list[str]) -> str:
+        return "".join(f'<{tag} style="text-align:{"right" if i in right else "left"}">{e(c)}'
+                       f"</{tag}>" for i, c in enumerate(row))
+
+    body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
+    cap = f"<caption>{e(caption)}</caption>" if caption else ""
+    return (f"<table>{cap}<thead><tr>{cells('th', header)}</tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+def class_rows(classes: list[dict[str, Any]] | None) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of a per-class table (CLASS_ROWS, with units) from its records (one
+    dict per class, as the core returns them); none for a run of one class."""
+    if not classes or len(classes) < 2 or "class" not in classes[0]:
+        return [], []
+    keys = [k for k in CLASS_ROWS if k in classes[0]]
+    header = ["class", "jobs"] + [f"{LABELS[k]} ({UNITS[k]})" for k in keys]
+    rows = [[str(r["class"]), number_text(r["jobs"])] + [number_text(r[k]) for k in keys]
+            for r in classes]
+    return header, rows
