@@ -321,8 +321,31 @@ def test_an_os_profile_becomes_the_simulators_terms_by_hand(tmp_path):
     assert t.spec["sched"] == "fifo" and t.skip is None
 
 
-# --- On the real server ------------------------------------------------------------------
+def test_an_os_profiles_exit_splits_the_dispatchers_start_from_the_end(tmp_path):
+    # With `dispatch_exit` 0.1 ms: the end is 0.1 less the switch its run pays (0.08), and the
+    # start keeps the rest of dispatch_start at 64 processes (0.25 - 0.02 - 0.08); a job's
+    # whole cost is the same. An end larger than the start is held to it (the start is 0).
+    path = tmp_path / "os.toml"
+    path.write_text(OS_PROFILE + "[os.dispatch_exit]\nmean = 0.1\n")
+    terms, notes = profile.model_terms(profile.load(path), {"policy": "rr", "clients": 64})
+    assert terms == pytest.approx({"service_scale": 1.0, "start_cost": 0.15, "end_cost": 0.08,
+                                   "context_switch": 0.02})
+    assert "0.15 ms more to start (start_cost), 0.08 ms to end (end_cost)" in notes[0]
+    path.write_text(OS_PROFILE + "[os.dispatch_exit]\nmean = 0.5\n")
+    terms, _ = profile.model_terms(profile.load(path), {"policy": "rr", "clients": 64})
+    assert terms == pytest.approx({"service_scale": 1.0, "start_cost": 0.0, "end_cost": 0.23,
+                                   "context_switch": 0.02})
+    # The kernel's own policies have their lines: no end apart.
+    kernel, _ = profile.model_terms(profile.load(path), {"policy": "priority", "clients": 64,
+                                                         "sched": "fifo"})
+    assert "end_cost" not in kernel
+    # A mean that is not a number is refused, naming the term.
+    path.write_text(OS_PROFILE + "[os.dispatch_exit]\nmean = \"fast\"\n")
+    with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_exit\] has no mean"):
+        profile.load(path)
 
+
+# --- On the real server ------------------------------------------------------------------
 
 @pytest.mark.real
 def test_a_known_emulated_cost_is_calibrated_back(tmp_path):

@@ -233,3 +233,24 @@ def test_a_dispatcher_on_cpu_0_from_python_and_the_cli(write_trace):
     tiny = run(write_trace, "rr", [(0, 0.01)] * 200, quantum=10, cpus=2,
                start_cost=0.254 - 0.01, dispatcher_cost=0.08)
     assert tiny.jobs.groupby("cpu").size().to_dict() == {0: 69, 1: 131}
+
+
+def test_a_jobs_end_after_its_final_io_waits_its_turn_then_keeps_the_cpu():
+    """`end_cost` (the Rust test has a plain FCFS case): three clients of one job each, 1 ms
+    of CPU then a final I/O of 0.2, RR with quantum 10 on one CPU, end 0.5. The bursts run
+    0-1, 1-2, 2-3; A wakes at 1.2 and queues behind C, B at 2.2 behind A, C at 3.2. A's end
+    runs at 3 (completion 3.0) and keeps the CPU to 3.5, B's at 3.5 (to 4.0), C's at 4.0.
+    Without it: 3.0, 3.0, 3.2 (each end is a run of no time). The same from the CLI."""
+    common = {"quantum": 10, "jobs": 3, "clients": 3, "think": "det:0", "size": "det:1",
+              "bursts": 1, "io": "det:0.2", "final_io": True, "cpus": 1}
+    ends = schedlab.simulate("rr", end_cost=0.5, **common)
+    assert ends.jobs.sort_values("job")["completion"].tolist() == [3.0, 3.5, 4.0]
+    plain = schedlab.simulate("rr", **common)
+    assert plain.jobs.sort_values("job")["completion"].tolist() == [3.0, 3.0, 3.2]
+    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "sim", "--policy", "rr",
+                          "--quantum", "10", "--jobs", "3", "--clients", "3", "--think", "det:0",
+                          "--size", "det:1", "--bursts", "1", "--io", "det:0.2", "--final-io",
+                          "--cpus", "1", "--end-cost", "0.5", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["response_max"] == pytest.approx(4.0, abs=1e-9)

@@ -64,6 +64,7 @@ WORLDS = {"server": CONFIG_KEYS, "os": OS_CONFIG_KEYS}
 REPS = 3  # repetitions of each os phase
 FEW, MANY = 8, 256  # processes per CPU in the os world's batches
 QUICK_MANY = 64
+EXIT_TASKS, EXIT_SLEEP_MS = 32, 2.0  # the exit phase: sleepers per CPU, their final sleep
 SIZES = (2.0, 8.0)  # ms of CPU per job in the kernel's batches
 PHASE_MS = 2_500.0  # load per phase (ms)
 IDLE_THINK_MS = 20.0  # the idle phase's think time: long enough for the machine to sleep
@@ -236,6 +237,27 @@ def _os_batch(config: dict[str, Any], n: int, size: float, seed: int,
     return osrun.run(spec).summary
 
 
+def _exit_cost(config: dict[str, Any], n: int, seed: int, dispatched: dict[str, Any]) -> float:
+    """A CPU's time per job end after a final I/O: `n` processes of one 1 ms burst and a
+    final sleep of EXIT_SLEEP_MS under the dispatcher's RR (quantum 10 ms). A sleeper that
+    wakes queues behind the first runs still to come, so those that woke before the last
+    first run ended end back to back after it; their completions' span over their number,
+    per CPU."""
+    from schedlab import osrun
+
+    spec = {"jobs": n, "clients": n, "think": "det:0", "size": "det:1", "bursts": 1,
+            "io": f"sleep:det:{EXIT_SLEEP_MS}", "cpus": config["cpus"], "seed": seed,
+            "quiet_wait": 2_000, "keep_jobs": True, "params": {"quantum": 10.0},
+            **dispatched}
+    jobs = osrun.run(spec).jobs
+    last_burst = float(jobs["first_run"].max()) + 1.0
+    woke = jobs[jobs["first_run"] + 1.0 + EXIT_SLEEP_MS < last_burst]
+    ends = np.sort(woke["completion"].to_numpy(dtype=float))
+    if len(ends) < 2:
+        return float("nan")
+    return float(ends[-1] - ends[0]) / (len(ends) - 1) * int(config["cpus"])
+
+
 def _per_cpu_job(summary: dict[str, Any], cpus: int) -> float:
     """A CPU's wall time per job (ms): the batch's makespan over its jobs per CPU."""
     return float(summary["response_max"]) * cpus / float(summary["jobs"])
@@ -295,6 +317,13 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
             terms["dispatch_start"]["mean"] + size_turns)
         d_switch.append(extra / max(float(s["context_switches"]), 1.0))
     terms["dispatch_switch"] = _over_reps(d_switch, units["dispatch_switch"], tasks=n_turns)
+    # A job that ends with an I/O ends when the dispatcher runs it again (its exit): sleepers
+    # whose wake-ups queue behind the others' first runs (RR) then end back to back.
+    exits = [_exit_cost(config, EXIT_TASKS * cpus, seed + r, dispatched) for r in range(reps)]
+    exits = [x for x in exits if math.isfinite(x)]
+    if exits:  # else left out, as an older profile has it: no end apart from the start
+        terms["dispatch_exit"] = _over_reps(exits, profiles.OPTIONAL_OS_TERMS["dispatch_exit"],
+                                            tasks=EXIT_TASKS * cpus)
     seconds = time.monotonic() - started
     return {
         "profile": {**_machine(profiles.OS, seconds), "config": config},
@@ -302,7 +331,8 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
         "fit": {"reps": reps, "sizes_ms": list(SIZES),
                 "tasks": [FEW * cpus, many * cpus],
                 "dispatcher": {"tiny_ms": tiny, "quantum_ms": 1.0, "turn_tasks": n_turns,
-                               "turn_ms": size_turns}},
+                               "turn_ms": size_turns, "exit_tasks": EXIT_TASKS * cpus,
+                               "exit_sleep_ms": EXIT_SLEEP_MS}},
     }
 
 

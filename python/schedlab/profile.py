@@ -38,12 +38,18 @@ An os profile holds, for the CPUs it was measured on (`[profile.config]`: cpus, 
 - `other_start`, `other_scale` (and their `_many`): the same under SCHED_OTHER (CFS/EEVDF),
   whose batches time-share the CPUs: its switches are in the line;
 - `dispatch_start` (and `dispatch_start_many`), `dispatch_switch`: under schedlab's
-  user-space dispatcher, a job's start and a quantum's switch.
+  user-space dispatcher, a job's start and end (a tiny process's whole cost) and a quantum's
+  switch;
+- `dispatch_exit` (optional: older profiles lack it): the part of that a job spends at its
+  end, measured where the end comes apart from the rest: a process that ends with an I/O is
+  run once more to exit, when the policy gives it a CPU again.
 
 The simulator's model of it (`_os_terms`): `service_scale` and `start_cost` at the run's
 number of processes (log-linear between the two populations measured) on the line of the
-run's kernel class, or the dispatcher's start and `context_switch`; a run of the kernel's
-own policy is one whose spec still has `sched` (the calibrated world keeps it).
+run's kernel class, or the dispatcher's start and `context_switch`, the start split into
+`start_cost` and `end_cost` (`dispatch_exit` less a switch; the rest of the start before); a
+run of the kernel's own policy is one whose spec still has `sched` (the calibrated world
+keeps it).
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ SERVER_TERMS = {
 }
 # Terms a profile may lack (written by an older schedlab): their model term is then 0.
 OPTIONAL_SERVER_TERMS = {"idle_delay": "ms"}
+OPTIONAL_OS_TERMS = {"dispatch_exit": "ms"}
 OS_TERMS = {
     "start": "ms",
     "scale": "ms/ms",
@@ -88,6 +95,7 @@ OS_TERMS = {
     "dispatch_switch": "ms",
 }
 TERMS = {SERVER: SERVER_TERMS, OS: OS_TERMS}
+OPTIONAL_TERMS = {SERVER: OPTIONAL_SERVER_TERMS, OS: OPTIONAL_OS_TERMS}
 # The server's keys a profile reads to model a run (the simulator has no use for them otherwise).
 SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
 # The os keys an os profile reads at the run (the calibrated world keeps them): `sched` says a
@@ -100,7 +108,8 @@ ALLOWED = ("a machine profile written by `schedlab calibrate` (TOML: [profile] f
            "[server.delay] (and [server.idle_delay] if measured); or [os.start], [os.scale], "
            "[os.start_many], [os.scale_many], "
            "[os.other_start], [os.other_scale], [os.other_start_many], [os.other_scale_many], "
-           "[os.dispatch_start], [os.dispatch_start_many], [os.dispatch_switch])")
+           "[os.dispatch_start], [os.dispatch_start_many], [os.dispatch_switch] (and "
+           "[os.dispatch_exit] if measured))")
 
 
 def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
@@ -119,8 +128,7 @@ def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
     if world not in TERMS:
         raise spec_error(key, str(path), ALLOWED + f"; its world is {world!r}")
     terms = data.get(world)
-    optional = [n for n in OPTIONAL_SERVER_TERMS if world == SERVER and isinstance(terms, dict)
-                and n in terms]
+    optional = [n for n in OPTIONAL_TERMS[world] if isinstance(terms, dict) and n in terms]
     for name in [*TERMS[world], *optional]:
         term = terms.get(name) if isinstance(terms, dict) else None
         mean = term.get("mean") if isinstance(term, dict) else None
@@ -264,6 +272,7 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
         return mean(profile, name) + t * (mean(profile, name + "_many") - mean(profile, name))
 
     sched = spec.get("sched")
+    end = 0.0
     if sched is not None:
         # The kernel's time-sharing classes have their own line, switches included; the
         # real-time ones (and deadline) FIFO's.
@@ -278,6 +287,11 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
         start = at("dispatch_start", "dispatch_start")
         switch = max(mean(profile, "dispatch_switch"), 0.0)
         how = "schedlab's dispatcher"
+        if "dispatch_exit" in profile[OS]:
+            # A job's end is CPU time after its last run, which a final I/O puts apart from
+            # the rest (the simulator's exit run pays a switch too); the rest is its start.
+            end = min(max(mean(profile, "dispatch_exit") - switch, 0.0), max(start - switch, 0.0))
+            start -= end
     # The simulator charges a job's first run a switch too: the measured start includes it.
     start -= switch
     if start < 0:
@@ -286,9 +300,12 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
         start = 0.0
     terms: dict[str, Any] = {"service_scale": scale, "start_cost": start,
                              "context_switch": switch}
+    ending = f"{start:.4g} ms more to start and end (start_cost)"
+    if end > 0:
+        terms["end_cost"] = end
+        ending = f"{start:.4g} ms more to start (start_cost), {end:.4g} ms to end (end_cost)"
     notes.insert(0, f"{n} processes under {how}: a job of s ms of CPU takes {scale:.4g} x s "
-                 f"(service_scale), {start:.4g} ms more to start and end (start_cost), and "
-                 f"{switch:.4g} ms per switch (context_switch)")
+                 f"(service_scale), {ending}, and {switch:.4g} ms per switch (context_switch)")
     return terms, notes
 
 

@@ -63,6 +63,7 @@ pub struct SimSpec {
     pub dispatch_delay: Option<f64>,
     pub idle_wake: Option<f64>,
     pub dispatcher_cost: Option<f64>,
+    pub end_cost: Option<f64>,
     pub buffer: Option<u64>,
     pub runqueues: Option<String>,
     pub placement: Option<String>,
@@ -292,6 +293,8 @@ pub struct Machine {
     /// CPU time a user-space dispatcher living on CPU 0, above the jobs, spends there on each
     /// job's first run, whichever CPU runs it.
     pub dispatcher_cost: f64,
+    /// CPU time after a job's completion before the CPU takes another job (a process's exit).
+    pub end_cost: f64,
     /// Arrivals wait outside the runqueue, in order, while this many jobs wait in it (a
     /// server's bounded buffer; global runqueue only).
     pub buffer: Option<usize>,
@@ -729,6 +732,7 @@ impl SimSpec {
             dispatch_delay: non_negative("dispatch_delay", self.dispatch_delay, 0.0)?,
             idle_wake: non_negative("idle_wake", self.idle_wake, 0.0)?,
             dispatcher_cost: non_negative("dispatcher_cost", self.dispatcher_cost, 0.0)?,
+            end_cost: non_negative("end_cost", self.end_cost, 0.0)?,
             buffer: match (self.buffer, runqueues) {
                 (Some(0), _) => return Err(err("buffer", 0, "a number of jobs >= 1")),
                 (Some(b), Runqueues::PerCpu) => {

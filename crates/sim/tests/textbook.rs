@@ -332,3 +332,27 @@ fn a_dispatcher_working_on_an_idle_cpu_0_delays_the_next_job_there() {
     let out = simulate(&spec).unwrap();
     assert_eq!(job_rows(&out), vec![(0, 0.3, 0), (1, 1.0, 1), (2, 1.15, 0)]);
 }
+
+#[test]
+fn a_jobs_end_keeps_its_cpu_before_the_next_job() {
+    // One CPU, FCFS, end_cost 0.5: job 0 (1 ms at 0) ends at 1 and keeps the CPU until 1.5;
+    // job 1 (1 ms at 0) runs 1.5-2.5 (response 2.5) and keeps it until 3; job 2 (1 ms at 2.7)
+    // waits for that end: 3-4, response 1.3. Without it: 1, 2, 1.
+    let spec = |end_cost: Option<f64>, policy: &str| SimSpec {
+        policy: Some(policy.into()),
+        trace: Some(trace("0,1\n0,1\n2.7,1\n")),
+        end_cost,
+        keep_jobs: Some(true),
+        ..Default::default()
+    };
+    let ends = simulate(&spec(Some(0.5), "fcfs")).unwrap();
+    assert_eq!(job_rows(&ends), vec![(0, 1.0, 0), (1, 2.5, 0), (2, 1.3, 0)]);
+    let plain = simulate(&spec(None, "fcfs")).unwrap();
+    assert_eq!(
+        job_rows(&plain),
+        vec![(0, 1.0, 0), (1, 2.0, 0), (2, 1.0, 0)]
+    );
+    // Fluid policies have no end of a run to pay it after.
+    let e = simulate(&spec(Some(0.5), "ps")).err().expect("refused");
+    assert!(e.to_string().starts_with("end_cost = 0.5"), "{e}");
+}

@@ -432,6 +432,9 @@ impl Engine<'_> {
         if dispatcher_cost > 0.0 {
             overhead += self.dispatcher_works(c, first, dispatcher_cost);
         }
+        if m.end_cost > 0.0 {
+            overhead += (self.cpus[c].ending_until - now).max(0.0);
+        }
         let cpu = &mut self.cpus[c];
         let j = &mut self.jobs[id.index()];
         let t = &mut self.tasks[j.task as usize];
@@ -548,6 +551,9 @@ impl Engine<'_> {
             if self.jobs[id.index()].bursts_left > 0 {
                 self.block(id);
             } else {
+                if self.cfg.machine.end_cost > 0.0 {
+                    self.cpus[c].ending_until = now + self.cfg.machine.end_cost;
+                }
                 self.job_done(id, Some(c));
             }
             return ran;

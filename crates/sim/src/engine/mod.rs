@@ -141,6 +141,8 @@ struct Cpu {
     busy_window: f64,
     /// Told the balancer it is idle, and found nothing since.
     idle_told: bool,
+    /// With `end_cost`: until when the job that completed here last keeps this CPU (its exit).
+    ending_until: f64,
 }
 
 struct Runqueue {
@@ -360,6 +362,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
                 ("timeslice", m.timeslice),
                 ("idle_wake", Some(m.idle_wake)),
                 ("dispatcher_cost", Some(m.dispatcher_cost)),
+                ("end_cost", Some(m.end_cost)),
             ] {
                 if let Some(v) = value.filter(|&v| v > 0.0) {
                     return Err(SpecError::new(
@@ -441,6 +444,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
                 busy_total: 0.0,
                 busy_window: 0.0,
                 idle_told: false,
+                ending_until: f64::NEG_INFINITY,
             };
             m.cpus
         ],
