@@ -428,12 +428,13 @@ impl Engine<'_> {
             j.migrations += 1;
             overhead += m.migration_cost;
         }
-        let dispatcher_cost = m.dispatcher_cost;
-        if dispatcher_cost > 0.0 {
-            overhead += self.dispatcher_works(c, first, dispatcher_cost);
-        }
-        if m.end_cost > 0.0 {
-            overhead += (self.cpus[c].ending_until - now).max(0.0);
+        if self.held {
+            if m.dispatcher_cost > 0.0 {
+                overhead += self.dispatcher_works(c, first, m.dispatcher_cost);
+            }
+            if m.end_cost > 0.0 {
+                overhead += (self.cpus[c].ending_until - now).max(0.0);
+            }
         }
         let cpu = &mut self.cpus[c];
         let j = &mut self.jobs[id.index()];

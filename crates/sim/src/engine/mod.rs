@@ -222,6 +222,9 @@ struct Engine<'a> {
     delay: f64,
     /// `idle_wake` is set: arrivals note whether they found the machine empty.
     idle_wake: bool,
+    /// `dispatcher_cost` or `end_cost` is set: a run may wait for its CPU to be free of them
+    /// (one check per dispatch when neither is).
+    held: bool,
     /// With `dispatcher_cost`: until when the dispatcher's work keeps an idle CPU 0 busy.
     dispatcher_until: f64,
     /// Nothing is sent at or after this instant (`drain`; infinite otherwise).
@@ -425,6 +428,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         scaled: m.service_scale != 1.0 || m.service_offset != 0.0,
         delay: m.dispatch_delay,
         idle_wake: m.idle_wake > 0.0,
+        held: m.dispatcher_cost > 0.0 || m.end_cost > 0.0,
         dispatcher_until: f64::NEG_INFINITY,
         sending_ends: cfg.sending_ends(),
         jobs: Vec::new(),
