@@ -245,7 +245,6 @@ def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str],
 
     from schedlab.summary_rows import class_rows
 
-
     table = summary_table(title, s)
     if s["cpus"] > 1:
         for key, label in (("utilization_per_cpu", "utilization per CPU"),
