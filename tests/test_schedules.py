@@ -254,3 +254,28 @@ def test_a_jobs_end_after_its_final_io_waits_its_turn_then_keeps_the_cpu():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["response_max"] == pytest.approx(4.0, abs=1e-9)
+
+
+def test_a_wake_up_after_an_io_keeps_the_job_out_of_its_runqueue():
+    """`wake_delay` (the Rust test has FCFS): two clients of one job of 2 ms in two bursts with
+    an I/O of 0.5 between, RR with quantum 10 on one CPU, wake-up 1. A runs 0-1 and is back
+    at 2.5, B runs 1-2 and is back at 3.5; the CPU idles 2-2.5: A 2.5-3.5, B 3.5-4.5. A
+    wake-up is not a wait in the runqueue: A waits 0, B 1 (0-1). Without it A ends at 3, B at
+    4. The same from the CLI."""
+    common = {"quantum": 10, "jobs": 2, "clients": 2, "think": "det:0", "size": "det:2",
+              "bursts": 2, "io": "det:0.5", "cpus": 1, "keep_schedule": True}
+    woke = schedlab.simulate("rr", wake_delay=1.0, **common)
+    jobs = woke.jobs.sort_values("job")
+    assert jobs["completion"].tolist() == [3.5, 4.5]
+    assert jobs["wait"].tolist() == [0.0, 1.0]
+    assert woke.schedule[["start", "end"]].to_numpy().ravel().tolist() == [0, 1, 1, 2, 2.5,
+                                                                           3.5, 3.5, 4.5]
+    plain = schedlab.simulate("rr", **common)
+    assert plain.jobs.sort_values("job")["completion"].tolist() == [3.0, 4.0]
+    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "sim", "--policy", "rr",
+                          "--quantum", "10", "--jobs", "2", "--clients", "2", "--think", "det:0",
+                          "--size", "det:2", "--bursts", "2", "--io", "det:0.5", "--cpus", "1",
+                          "--wake-delay", "1", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["response_max"] == pytest.approx(4.5, abs=1e-9)

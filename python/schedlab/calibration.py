@@ -65,6 +65,9 @@ REPS = 3  # repetitions of each os phase
 FEW, MANY = 8, 256  # processes per CPU in the os world's batches
 QUICK_MANY = 64
 EXIT_TASKS, EXIT_SLEEP_MS = 32, 2.0  # the exit phase: sleepers per CPU, their final sleep
+WAKE_BURSTS, WAKE_BURST_MS, WAKE_SLEEP_MS = (5, 45), 1.0, 2.0  # the wake phase: one sleeper per CPU
+STALL_FLOOR_MS = 0.005  # the least spread of a wake-up's repetitions that _without_stalls assumes
+MIGRATE_MS = 100.0  # the migration phase: 2 x cpus + 1 processes of this much CPU, 1 ms quanta
 SIZES = (2.0, 8.0)  # ms of CPU per job in the kernel's batches
 PHASE_MS = 2_500.0  # load per phase (ms)
 IDLE_THINK_MS = 20.0  # the idle phase's think time: long enough for the machine to sleep
@@ -258,6 +261,48 @@ def _exit_cost(config: dict[str, Any], n: int, seed: int, dispatched: dict[str, 
     return float(ends[-1] - ends[0]) / (len(ends) - 1) * int(config["cpus"])
 
 
+def _wake_cost(config: dict[str, Any], seed: int, **policy: Any) -> float:
+    """A sleep's cost beyond itself: one process per CPU of k bursts of WAKE_BURST_MS, each
+    followed by a sleep of WAKE_SLEEP_MS, on CPUs that idle while it sleeps, at two k: the
+    slope of its response over k less a burst and a sleep. Its start and exit are in both
+    responses and cancel."""
+    from schedlab import osrun
+
+    cpus = int(config["cpus"])
+    responses = []
+    for k in WAKE_BURSTS:
+        spec = {"jobs": cpus, "clients": cpus, "think": "det:0", "size": f"det:{k * WAKE_BURST_MS}",
+                "bursts": k, "io": f"sleep:det:{WAKE_SLEEP_MS}", "cpus": cpus, "seed": seed,
+                "quiet_wait": 2_000, **policy}
+        responses.append(float(osrun.run(spec).summary["response_mean"]))
+    per_sleep = (responses[1] - responses[0]) / (WAKE_BURSTS[1] - WAKE_BURSTS[0])
+    return per_sleep - WAKE_BURST_MS - WAKE_SLEEP_MS
+
+
+def _without_stalls(values: list[float]) -> list[float]:
+    """The values but those far above their median (OUTLIER_MADS; the spread taken at least
+    STALL_FLOOR_MS): a stall only ever makes a run slower."""
+    v = np.asarray(values, dtype=float)
+    mid = float(np.median(v))
+    spread = max(1.4826 * float(np.median(np.abs(v - mid))), STALL_FLOOR_MS)
+    return [float(x) for x in v if x - mid <= OUTLIER_MADS * spread]
+
+
+def _migration_cost(config: dict[str, Any], seed: int, start: float, switch: float,
+                    dispatched: dict[str, Any]) -> tuple[float, int]:
+    """What a migration adds to a quantum's switch: 2 x cpus + 1 processes of MIGRATE_MS under
+    the dispatcher's RR in 1 ms quanta (one process more than pairs of CPUs, so that a process
+    resumes on another CPU at about every other switch); the CPUs' overhead beyond the
+    processes' starts and switches, per migration the kernel counted."""
+    cpus = int(config["cpus"])
+    n = 2 * cpus + 1
+    s = _os_batch(config, n, MIGRATE_MS, seed, params={"quantum": 1.0}, **dispatched)
+    extra = float(s["response_max"]) * cpus - n * (start + MIGRATE_MS) \
+        - float(s["context_switches"]) * switch
+    moves = int(s["migrations"])
+    return (extra / moves if moves else float("nan")), moves
+
+
 def _per_cpu_job(summary: dict[str, Any], cpus: int) -> float:
     """A CPU's wall time per job (ms): the batch's makespan over its jobs per CPU."""
     return float(summary["response_max"]) * cpus / float(summary["jobs"])
@@ -324,6 +369,27 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     if exits:  # else left out, as an older profile has it: no end apart from the start
         terms["dispatch_exit"] = _over_reps(exits, profiles.OPTIONAL_OS_TERMS["dispatch_exit"],
                                             tasks=EXIT_TASKS * cpus)
+    # A sleep's wake-up: under the kernel (FIFO; the timer's overshoot and the kernel's
+    # wake-up) and through the dispatcher (the same and its hand-off to the woken worker).
+    # A lone process's CPU clock runs with the wall clock (the batches' `scale` is a crowd's).
+    optional = profiles.OPTIONAL_OS_TERMS
+    # Two more repetitions than the other phases (each is a fraction of a second): a stall of
+    # this shared machine in one run moves a slope by tenths of a ms, and is left out.
+    for term, policy in (("kernel_wake", {"policy": "kernel", "sched": "fifo", "rtprio": 10}),
+                         ("dispatch_wake", {**dispatched, "params": {"quantum": 10.0}})):
+        wakes = [_wake_cost(config, seed + r, **policy) for r in range(reps + 2)]
+        kept = _without_stalls(wakes)
+        terms[term] = _over_reps(kept, optional[term], tasks=cpus,
+                                 stalled=[w for w in wakes if w not in kept])
+    if cpus > 1:
+        moved = [_migration_cost(config, seed + r, terms["dispatch_start"]["mean"],
+                                 terms["dispatch_switch"]["mean"], dispatched)
+                 for r in range(reps)]
+        costs = [c for c, _ in moved if math.isfinite(c)]
+        if costs:
+            terms["dispatch_migrate"] = _over_reps(costs, optional["dispatch_migrate"],
+                                                   tasks=2 * cpus + 1,
+                                                   migrations=[m for _, m in moved])
     seconds = time.monotonic() - started
     return {
         "profile": {**_machine(profiles.OS, seconds), "config": config},
@@ -332,7 +398,11 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
                 "tasks": [FEW * cpus, many * cpus],
                 "dispatcher": {"tiny_ms": tiny, "quantum_ms": 1.0, "turn_tasks": n_turns,
                                "turn_ms": size_turns, "exit_tasks": EXIT_TASKS * cpus,
-                               "exit_sleep_ms": EXIT_SLEEP_MS}},
+                               "exit_sleep_ms": EXIT_SLEEP_MS},
+                "wake": {"bursts": list(WAKE_BURSTS), "burst_ms": WAKE_BURST_MS,
+                         "sleep_ms": WAKE_SLEEP_MS, "reps": reps + 2},
+                **({"migrate": {"tasks": 2 * cpus + 1, "ms": MIGRATE_MS, "quantum_ms": 1.0}}
+                   if cpus > 1 else {})},
     }
 
 

@@ -42,14 +42,20 @@ An os profile holds, for the CPUs it was measured on (`[profile.config]`: cpus, 
   switch;
 - `dispatch_exit` (optional: older profiles lack it): the part of that a job spends at its
   end, measured where the end comes apart from the rest: a process that ends with an I/O is
-  run once more to exit, when the policy gives it a CPU again.
+  run once more to exit, when the policy gives it a CPU again;
+- `kernel_wake`, `dispatch_wake` (optional): what a sleep costs beyond itself, under the
+  kernel (a timer's overshoot and the wake-up) and through the dispatcher (also its hand-off
+  to the woken worker), on CPUs that idle meanwhile;
+- `dispatch_migrate` (optional, on 2 CPUs or more): what a migration adds to a quantum's
+  switch through the dispatcher.
 
 The simulator's model of it (`_os_terms`): `service_scale` and `start_cost` at the run's
 number of processes (log-linear between the two populations measured) on the line of the
 run's kernel class, or the dispatcher's start and `context_switch`, the start split into
 `start_cost` and `end_cost` (`dispatch_exit` less a switch; the rest of the start before); a
 run of the kernel's own policy is one whose spec still has `sched` (the calibrated world
-keeps it).
+keeps it). Where measured, a sleep's wake-up (`kernel_wake`, `dispatch_wake`) becomes
+`wake_delay` and a migration through the dispatcher (`dispatch_migrate`) `migration_cost`.
 """
 
 from __future__ import annotations
@@ -80,7 +86,8 @@ SERVER_TERMS = {
 }
 # Terms a profile may lack (written by an older schedlab): their model term is then 0.
 OPTIONAL_SERVER_TERMS = {"idle_delay": "ms"}
-OPTIONAL_OS_TERMS = {"dispatch_exit": "ms"}
+OPTIONAL_OS_TERMS = {"dispatch_exit": "ms", "kernel_wake": "ms", "dispatch_wake": "ms",
+                     "dispatch_migrate": "ms"}
 OS_TERMS = {
     "start": "ms",
     "scale": "ms/ms",
@@ -109,7 +116,8 @@ ALLOWED = ("a machine profile written by `schedlab calibrate` (TOML: [profile] f
            "[os.start_many], [os.scale_many], "
            "[os.other_start], [os.other_scale], [os.other_start_many], [os.other_scale_many], "
            "[os.dispatch_start], [os.dispatch_start_many], [os.dispatch_switch] (and "
-           "[os.dispatch_exit] if measured))")
+           "[os.dispatch_exit], [os.kernel_wake], [os.dispatch_wake], [os.dispatch_migrate] "
+           "if measured))")
 
 
 def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
@@ -272,7 +280,7 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
         return mean(profile, name) + t * (mean(profile, name + "_many") - mean(profile, name))
 
     sched = spec.get("sched")
-    end = 0.0
+    end = migration = 0.0
     if sched is not None:
         # The kernel's time-sharing classes have their own line, switches included; the
         # real-time ones (and deadline) FIFO's.
@@ -280,6 +288,7 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
         scale = at(line + "scale", line + "start")
         start, switch = at(line + "start", line + "start"), 0.0
         how = f"the kernel's SCHED_{str(sched).upper()}"
+        wake = _measured(profile, "kernel_wake")
     else:
         # A dispatched worker's CPU clock runs with the wall clock inside its quantum: the
         # dispatcher's costs are its starts and its switches, sizes and quanta stay.
@@ -292,6 +301,10 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
             # the rest (the simulator's exit run pays a switch too); the rest is its start.
             end = min(max(mean(profile, "dispatch_exit") - switch, 0.0), max(start - switch, 0.0))
             start -= end
+        # A woken worker's way back (the timer, the dispatcher's hand-off) keeps it out of
+        # the runqueue, its CPU free; the run it then gets is its CPU's last job's (no switch).
+        wake = _measured(profile, "dispatch_wake")
+        migration = _measured(profile, "dispatch_migrate")
     # The simulator charges a job's first run a switch too: the measured start includes it.
     start -= switch
     if start < 0:
@@ -304,9 +317,20 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
     if end > 0:
         terms["end_cost"] = end
         ending = f"{start:.4g} ms more to start (start_cost), {end:.4g} ms to end (end_cost)"
+    if wake > 0:
+        terms["wake_delay"] = wake
+        ending += f", {wake:.4g} ms to wake after each I/O (wake_delay)"
+    if migration > 0:
+        terms["migration_cost"] = migration
+        ending += f", {migration:.4g} ms per migration (migration_cost)"
     notes.insert(0, f"{n} processes under {how}: a job of s ms of CPU takes {scale:.4g} x s "
                  f"(service_scale), {ending}, and {switch:.4g} ms per switch (context_switch)")
     return terms, notes
+
+
+def _measured(profile: dict[str, Any], term: str) -> float:
+    """An optional os term's mean, at least 0; 0 where the profile (an older one) lacks it."""
+    return max(mean(profile, term), 0.0) if term in profile[OS] else 0.0
 
 
 def _packet_params(spec: dict[str, Any], calibrated_packet: float, per_packet: float,

@@ -64,6 +64,7 @@ pub struct SimSpec {
     pub idle_wake: Option<f64>,
     pub dispatcher_cost: Option<f64>,
     pub end_cost: Option<f64>,
+    pub wake_delay: Option<f64>,
     pub buffer: Option<u64>,
     pub runqueues: Option<String>,
     pub placement: Option<String>,
@@ -295,6 +296,8 @@ pub struct Machine {
     pub dispatcher_cost: f64,
     /// CPU time after a job's completion before the CPU takes another job (a process's exit).
     pub end_cost: f64,
+    /// Time between the end of a job's I/O wait and its return to the runqueue (a wake-up).
+    pub wake_delay: f64,
     /// Arrivals wait outside the runqueue, in order, while this many jobs wait in it (a
     /// server's bounded buffer; global runqueue only).
     pub buffer: Option<usize>,
@@ -733,6 +736,7 @@ impl SimSpec {
             idle_wake: non_negative("idle_wake", self.idle_wake, 0.0)?,
             dispatcher_cost: non_negative("dispatcher_cost", self.dispatcher_cost, 0.0)?,
             end_cost: non_negative("end_cost", self.end_cost, 0.0)?,
+            wake_delay: non_negative("wake_delay", self.wake_delay, 0.0)?,
             buffer: match (self.buffer, runqueues) {
                 (Some(0), _) => return Err(err("buffer", 0, "a number of jobs >= 1")),
                 (Some(b), Runqueues::PerCpu) => {

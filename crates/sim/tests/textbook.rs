@@ -356,3 +356,27 @@ fn a_jobs_end_keeps_its_cpu_before_the_next_job() {
     let e = simulate(&spec(Some(0.5), "ps")).err().expect("refused");
     assert!(e.to_string().starts_with("end_cost = 0.5"), "{e}");
 }
+
+#[test]
+fn a_wake_up_keeps_a_job_out_of_its_runqueue_after_its_io() {
+    // One CPU, FCFS, two clients of one job each: 2 ms of CPU in two bursts of 1 with an I/O
+    // of 0.5 between, wake_delay 1. A runs 0-1, waits 1-1.5 and is back at 2.5; B runs 1-2
+    // and is back at 3.5; the CPU idles 2-2.5; A 2.5-3.5, B 3.5-4.5. Without it: A back at
+    // 1.5 runs 2-3, B back at 2.5 runs 3-4.
+    let spec = |wake_delay: Option<f64>| SimSpec {
+        policy: Some("fcfs".into()),
+        clients: Some(2),
+        jobs: Some(2),
+        think: Some("det:0".into()),
+        size: Some("det:2".into()),
+        bursts: Some(2),
+        io: Some("det:0.5".into()),
+        wake_delay,
+        keep_jobs: Some(true),
+        ..Default::default()
+    };
+    let woke = simulate(&spec(Some(1.0))).unwrap();
+    assert_eq!(job_rows(&woke), vec![(0, 3.5, 0), (1, 4.5, 0)]);
+    let plain = simulate(&spec(None)).unwrap();
+    assert_eq!(job_rows(&plain), vec![(0, 3.0, 0), (1, 4.0, 0)]);
+}

@@ -140,6 +140,7 @@ KEYS = {
     "service_scale": drops(MODEL_TERM), "service_offset": drops(MODEL_TERM),
     "dispatch_delay": drops(MODEL_TERM), "idle_wake": drops(MODEL_TERM),
     "dispatcher_cost": drops(MODEL_TERM), "end_cost": drops(MODEL_TERM),
+    "wake_delay": drops(MODEL_TERM),
     "profile": drops(PROFILE), "runqueues": maps(_runqueues),
     "placement": maps(_placement_model), "choices": maps(_placement_model),
     "balancer": maps(_placement_model), "balance_interval": maps(_placement_model),

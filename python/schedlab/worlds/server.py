@@ -187,7 +187,7 @@ KEYS = {
     "service_scale": drops(MEASURED_COSTS),
     "service_offset": drops(MEASURED_COSTS), "dispatch_delay": drops(MEASURED_COSTS),
     "idle_wake": drops(MEASURED_COSTS), "dispatcher_cost": drops(MEASURED_COSTS),
-    "end_cost": drops(MEASURED_COSTS),
+    "end_cost": drops(MEASURED_COSTS), "wake_delay": drops(MEASURED_COSTS),
     "profile": drops("a profile is what the server measured: the simulator models it"),
     "runqueues": maps(_runqueues), "placement": drops(ONE_QUEUE), "choices": drops(ONE_QUEUE),
     "balancer": drops(ONE_QUEUE), "balance_interval": drops(ONE_QUEUE),

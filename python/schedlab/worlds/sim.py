@@ -200,7 +200,7 @@ KEYS = {
     "cpus": maps(_cpus), "context_switch": NATIVE, "turn_cost": NATIVE, "start_cost": NATIVE,
     "service_scale": NATIVE,
     "service_offset": NATIVE, "dispatch_delay": NATIVE, "idle_wake": NATIVE,
-    "dispatcher_cost": NATIVE, "end_cost": NATIVE,
+    "dispatcher_cost": NATIVE, "end_cost": NATIVE, "wake_delay": NATIVE,
     "profile": drops("the simulator's ideal model leaves the profile out: the world "
                      "`calibrated` models it"),
     "runqueues": NATIVE, "placement": NATIVE,

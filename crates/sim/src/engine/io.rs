@@ -42,6 +42,18 @@ impl Engine<'_> {
                 None => self.device_busy = false,
             }
         }
+        let delay = self.cfg.machine.wake_delay;
+        if delay > 0.0 {
+            // The device is free; the job itself is back only after its wake-up.
+            self.timer(now + delay, Timer::Woke(id.0));
+        } else {
+            self.woke(id);
+        }
+    }
+
+    /// A job whose I/O wait ended rejoins its runqueue.
+    pub(super) fn woke(&mut self, id: JobId) {
+        let now = self.now;
         let class = self.jobs[id.index()].view.class as usize;
         let final_io = self.cfg.classes[class].final_io;
         let j = &mut self.jobs[id.index()];

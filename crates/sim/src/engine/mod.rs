@@ -180,6 +180,8 @@ enum Timer {
     Think(u32),
     /// An I/O wait ended (a job).
     Io(u32),
+    /// A job whose I/O wait ended is back in its runqueue (`wake_delay` after the wait).
+    Woke(u32),
     /// Sample every runqueue's runnable count.
     Sample,
 }
@@ -570,6 +572,7 @@ impl Engine<'_> {
                     self.submit(task);
                 }
                 Timer::Io(job) => self.io_done(JobId(job)),
+                Timer::Woke(job) => self.woke(JobId(job)),
                 Timer::Sample => self.sample(),
             }
         }
