@@ -692,13 +692,14 @@ def test_an_os_profile_predicts_batches_of_real_processes(tmp_path):
     assert 0.95 < terms["scale"]["mean"] < 1.2 and 0.95 < terms["other_scale"]["mean"] < 1.2
     assert 0 < terms["dispatch_start"]["mean"] < 2
     assert 0 < terms["dispatch_exit"]["mean"] < 1 and terms["dispatch_exit"]["tasks"] == 64
-    # A sleep's wake-up: the kernel's alone (0.011-0.018 ms today) is a fraction of the
-    # dispatcher's, which adds its hand-off (0.08-0.11 ms). A migration through the
-    # dispatcher costs this machine's two vCPUs nothing measurable (the interval holds 0);
-    # the phase does move the odd process out (~150-250 moves a run against 3-9 in pairs).
-    assert 0 <= terms["kernel_wake"]["mean"] < 0.5 * terms["dispatch_wake"]["mean"] < 0.25
+    # A sleep's wake-up: the kernel's alone (0.020-0.028 ms today) is less than the
+    # dispatcher's, which adds its hand-off (0.080-0.119 ms). A migration through the
+    # dispatcher costs this machine's two vCPUs nothing measurable (-0.0009 ms [-0.019,
+    # 0.017]); the phase does move the odd process out (~510 moves a run against 3-9 with
+    # the processes in pairs).
+    assert 0 <= terms["kernel_wake"]["mean"] < terms["dispatch_wake"]["mean"] < 0.5
     assert abs(terms["dispatch_migrate"]["mean"]) < 0.1
-    assert min(terms["dispatch_migrate"]["migrations"]) > 50
+    assert min(terms["dispatch_migrate"]["migrations"]) > 100
     # Batches other than the calibration's: 96 FIFO jobs of 7 ms, 64 CFS jobs of 6 ms, 240
     # tiny jobs through the dispatcher (round robin, 10 ms quanta). Each real batch runs three
     # times and the model meets their median: one run of a few hundred ms can hold a stall of
