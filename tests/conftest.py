@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+# As `import schedlab` does (schedlab/__init__.py): one OpenBLAS thread, set before any test
+# module imports numpy (they import it before schedlab).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"
 SCHEDLAB = str(BIN / "schedlab") if (BIN / "schedlab").exists() else "schedlab"

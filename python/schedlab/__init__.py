@@ -7,10 +7,17 @@
 
 from __future__ import annotations
 
+import os
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from schedlab._core import SpecError
+# numpy's and scipy's OpenBLAS start a thread per core that spins after each call: schedlab's
+# few small fits gain nothing from it, and the spinning takes a core from the simulator and
+# from the real worlds' measurements (a fifth of the CPU of a batch of short runs, issue 12).
+# Set before numpy loads; a value the user set wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from schedlab._core import SpecError  # noqa: E402
 
 if TYPE_CHECKING:
     from schedlab import policies, theory
