@@ -331,7 +331,9 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
         for per_cpu in (FEW, many):
             n = per_cpu * cpus
             starts, scales = [], []
-            for r in range(reps):
+            # The few processes' batches last tens of ms, where one late end moves a slope
+            # by a tenth (SCHED_OTHER's scale: 0.92-1.23 a repetition): two more of them.
+            for r in range(reps + 2 if per_cpu == FEW else reps):
                 w = [_per_cpu_job(_os_batch(config, n, size, seed + r, policy="kernel",
                                             **policy), cpus) for size in SIZES]
                 scale = (w[1] - w[0]) / (SIZES[1] - SIZES[0])
@@ -398,7 +400,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     return {
         "profile": {**_machine(profiles.OS, seconds), "config": config},
         "os": terms,
-        "fit": {"reps": reps, "sizes_ms": list(SIZES),
+        "fit": {"reps": reps, "reps_few": reps + 2, "sizes_ms": list(SIZES),
                 "tasks": [FEW * cpus, many * cpus],
                 "dispatcher": {"tiny_ms": tiny, "quantum_ms": 1.0, "turn_tasks": n_turns,
                                "turn_ms": size_turns, "exit_tasks": EXIT_TASKS * cpus,

@@ -494,7 +494,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
               f"{term['high']:.4g}]{spread}{at}")
     fit = prof["fit"]
     how = (f"{fit['requests']} requests fitted, {fit['left_out']} far off the fit left out"
-           if args.world == "server" else f"{fit['reps']} repetitions of each phase")
+           if args.world == "server" else
+           f"{fit['reps']} repetitions of each phase, {fit['reps'] + 2} of the short ones")
     print(f"calibrated in {prof['profile']['seconds']:.1f} s ({how}) -> {args.out}")
     return 0
 
