@@ -62,6 +62,9 @@ DEFAULTS = {"cpus": 2, "cost": "none", "cost_mode": "sleep"}
 OS_CONFIG_KEYS = ("cpus", "enforce")
 WORLDS = {"server": CONFIG_KEYS, "os": OS_CONFIG_KEYS}
 REPS = 3  # repetitions of each os phase
+# The short os phases (the kernel's few-process batches, the wake-ups, the migrations) repeat
+# this many times more: each run is a fraction of a second, where one stall moves a slope.
+EXTRA_REPS = 2
 FEW, MANY = 8, 256  # processes per CPU in the os world's batches
 QUICK_MANY = 64
 EXIT_TASKS, EXIT_SLEEP_MS = 32, 2.0  # the exit phase: sleepers per CPU, their final sleep
@@ -324,6 +327,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     started = time.monotonic()
     units = profiles.OS_TERMS
     terms: dict[str, Any] = {}
+    short_reps = reps + EXTRA_REPS
     # Each kernel class's line: a CPU's wall time per job of a batch = start + scale x size,
     # at few and at many processes. FIFO runs a batch back to back; CFS/EEVDF shares the CPUs
     # until nearly all end: either way the makespan over a CPU's jobs, its switches included.
@@ -332,8 +336,8 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
             n = per_cpu * cpus
             starts, scales = [], []
             # The few processes' batches last tens of ms, where one late end moves a slope
-            # by a tenth (SCHED_OTHER's scale: 0.92-1.23 a repetition): two more of them.
-            for r in range(reps + 2 if per_cpu == FEW else reps):
+            # by a tenth (SCHED_OTHER's scale: 0.92-1.23 a repetition).
+            for r in range(short_reps if per_cpu == FEW else reps):
                 w = [_per_cpu_job(_os_batch(config, n, size, seed + r, policy="kernel",
                                             **policy), cpus) for size in SIZES]
                 scale = (w[1] - w[0]) / (SIZES[1] - SIZES[0])
@@ -375,11 +379,10 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     # wake-up) and through the dispatcher (the same and its hand-off to the woken worker).
     # A lone process's CPU clock runs with the wall clock (the batches' `scale` is a crowd's).
     optional = profiles.OPTIONAL_OS_TERMS
-    # Two more repetitions than the other phases (each is a fraction of a second): a stall of
-    # this shared machine in one run moves a slope by tenths of a ms, and is left out.
+    # A stall of this shared machine in one run moves a slope by tenths of a ms: left out.
     for term, policy in (("kernel_wake", {"policy": "kernel", "sched": "fifo", "rtprio": 10}),
                          ("dispatch_wake", {**dispatched, "params": {"quantum": 10.0}})):
-        wakes = [_wake_cost(config, seed + r, **policy) for r in range(reps + 2)]
+        wakes = [_wake_cost(config, seed + r, **policy) for r in range(short_reps)]
         kept = _without_stalls(wakes)
         terms[term] = _over_reps(kept, optional[term], tasks=cpus,
                                  stalled=[w for w in wakes if w not in kept])
@@ -388,7 +391,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
         # 0.35 ms per migration where the others gave -0.003.
         moved = [_migration_cost(config, seed + r, terms["dispatch_start"]["mean"],
                                  terms["dispatch_switch"]["mean"], dispatched)
-                 for r in range(reps + 2)]
+                 for r in range(short_reps)]
         costs = [c for c, _ in moved if math.isfinite(c)]
         if costs:
             kept = _without_stalls(costs)
@@ -400,15 +403,15 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     return {
         "profile": {**_machine(profiles.OS, seconds), "config": config},
         "os": terms,
-        "fit": {"reps": reps, "reps_few": reps + 2, "sizes_ms": list(SIZES),
+        "fit": {"reps": reps, "reps_short": short_reps, "sizes_ms": list(SIZES),
                 "tasks": [FEW * cpus, many * cpus],
                 "dispatcher": {"tiny_ms": tiny, "quantum_ms": 1.0, "turn_tasks": n_turns,
                                "turn_ms": size_turns, "exit_tasks": EXIT_TASKS * cpus,
                                "exit_sleep_ms": EXIT_SLEEP_MS},
                 "wake": {"bursts": list(WAKE_BURSTS), "burst_ms": WAKE_BURST_MS,
-                         "sleep_ms": WAKE_SLEEP_MS, "reps": reps + 2},
-                **({"migrate": {"tasks": 2 * cpus + 1, "ms": MIGRATE_MS, "quantum_ms": 1.0,
-                                "reps": reps + 2}} if cpus > 1 else {})},
+                         "sleep_ms": WAKE_SLEEP_MS},
+                **({"migrate": {"tasks": 2 * cpus + 1, "ms": MIGRATE_MS, "quantum_ms": 1.0}}
+                   if cpus > 1 else {})},
     }
 
 

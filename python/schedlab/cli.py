@@ -495,7 +495,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     fit = prof["fit"]
     how = (f"{fit['requests']} requests fitted, {fit['left_out']} far off the fit left out"
            if args.world == "server" else
-           f"{fit['reps']} repetitions of each phase, {fit['reps'] + 2} of the short ones")
+           f"{fit['reps']} repetitions of each phase, {fit['reps_short']} of the short ones")
     print(f"calibrated in {prof['profile']['seconds']:.1f} s ({how}) -> {args.out}")
     return 0
 
