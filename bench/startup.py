@@ -32,6 +32,8 @@ def cases(py: str, schedlab: str) -> dict[str, list[str]]:
                                                       "--jobs", "100", "--json"],
         "schedlab sim --load 0.9 --jobs 100": [schedlab, "sim", "--load", "0.9",
                                                "--jobs", "100"],
+        "schedlab sim --load 0.9 --jobs 100 --replications 4": [
+            schedlab, "sim", "--load", "0.9", "--jobs", "100", "--replications", "4"],
         "schedlab sim --load 0.9 --jobs 20000000 --json": [schedlab, "sim", "--load", "0.9",
                                                            "--jobs", "20000000", "--json"],
     }

@@ -116,6 +116,25 @@ def test_the_command_line_starts_without_pandas_scipy_or_matplotlib():
              "'1000', '--json'])\n"
              "print(json.loads(buf.getvalue())['jobs'], 'pandas' in sys.modules)")
     assert _fresh_python(probe).split() == ["1000", "False"]
+    # Nor with replications: their summary is made from the runs' summaries alone, and is the
+    # API's (which builds every run's tables) to the last bit, each run's summary too.
+    probe = ("import sys, json, contextlib, io\nfrom schedlab.cli import main\n"
+             "buf = io.StringIO()\n"
+             "with contextlib.redirect_stdout(buf): main(['sim', '--load', '0.8', '--jobs', "
+             "'2000', '--replications', '3', '--json'])\n"
+             "pandas = 'pandas' in sys.modules\n"
+             "import schedlab\nfrom schedlab.jsonio import dumps\n"
+             "r = schedlab.simulate(load=0.8, jobs=2000, replications=3)\n"
+             "print(json.dumps({'pandas': pandas, 'cli': json.loads(buf.getvalue()), 'api': "
+             "json.loads(dumps({'summary': r.summary, 'runs': [x.summary for x in r.runs]}))}))")
+    out = json.loads(_fresh_python(probe))
+    assert out["pandas"] is False
+    cli, api = out["cli"], out["api"]
+    assert cli.pop("runs") == api["runs"] and len(api["runs"]) == 3
+    units = cli.pop("units")
+    assert set(units) <= set(api["summary"]) and units["response_mean_ci"] == "ms"
+    assert cli == api["summary"] and cli["replications"] == 3 and cli["jobs"] == 6000
+    assert cli["response_mean_ci"][0] < cli["response_mean"] < cli["response_mean_ci"][1]
     # Nor its table view, per-class table included; each class's row is the API's (the same
     # run, which does build the tables with pandas), to the table's 4 significant digits.
     classes = ("[{'name': 'a', 'fraction': 0.5}, {'name': 'b', 'fraction': 0.5, "

@@ -123,9 +123,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
         if outputs["schedule"]:
             spec["keep_schedule"] = True
         return _sim_compare(args, spec, outputs, replications, workers)
-    if not any(outputs.values()) and replications == 1 and not args.trace_out:
+    if not any(outputs.values()) and not args.trace_out:
         # The summary and the class table alone: no table to build, so nothing of pandas to
         # import (issue 12).
+        if replications > 1:
+            return _sim_replications(args, spec, outputs, replications, workers)
         s, classes = sim_world.run_summary_and_classes(spec)
         if args.json:
             print(dumps(with_units(s)))
@@ -161,26 +163,33 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
                       outputs: dict[str, str | None], replications: int,
                       workers: int | None) -> int:
     """`schedlab sim --replications R`: R independent runs on every core (or --workers),
-    summarised with Student-t intervals across them."""
+    summarised with Student-t intervals across them. Without a table to write only the runs'
+    summaries are made: no table, and no pandas."""
     from schedlab.jsonio import dumps
-    from schedlab.results import write_table
+    from schedlab.stats import across_replications
 
-    rep = sim_world.run_replications(spec, replications, workers)
-    for key, path in outputs.items():
-        if path:
-            write_table(rep.table(key), path)
-    _write_trace(rep, args.trace_out)
-    s = rep.summary
+    if not any(outputs.values()) and not args.trace_out:
+        runs = sim_world.run_replication_summaries(spec, replications, workers)
+        seeds = [r["seed"] for r in runs]
+        s = across_replications(runs, int(spec.get("seed", sim_world.DEFAULT_SEED)), seeds)
+    else:
+        from schedlab.results import write_table
+
+        rep = sim_world.run_replications(spec, replications, workers)
+        for key, path in outputs.items():
+            if path:
+                write_table(rep.table(key), path)
+        _write_trace(rep, args.trace_out)
+        runs, seeds, s = [r.summary for r in rep.runs], rep.seeds, rep.summary
     if args.json:
-        print(dumps({**with_units(s), "runs": [r.summary for r in rep.runs]}))
+        print(dumps({**with_units(s), "runs": runs}))
         return 0
-    jobs = ", ".join(str(r.summary["jobs"]) for r in rep.runs)
-    notes = [f"{replications} replications, seeds {', '.join(map(str, rep.seeds))} "
+    jobs = ", ".join(str(r["jobs"]) for r in runs)
+    notes = [f"{replications} replications, seeds {', '.join(map(str, seeds))} "
              f"(replication_seed(seed, r), as in experiment files); jobs measured: {jobs}",
              f"95% intervals: Student t across the {replications} replications"]
-    for i, r in enumerate(rep.runs):
-        notes += [f"replication {i}: {n}" for n in run_notes(r.summary)
-                  if n.startswith("WARNING")]
+    for i, r in enumerate(runs):
+        notes += [f"replication {i}: {n}" for n in run_notes(r) if n.startswith("WARNING")]
     _print_sim_summary(f"{s['policy']}: {replications} replications on {s['cpus']} CPU(s), "
                        f"seed {s['seed']}", s, notes)
     return 0

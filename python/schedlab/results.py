@@ -5,7 +5,6 @@ the run summary."""
 from __future__ import annotations
 
 import html
-import math
 import os
 import platform
 from dataclasses import dataclass, field
@@ -237,32 +236,12 @@ class Replications:
                 for i, r in enumerate(self.runs)]
         return pd.DataFrame(rows)
 
-    # Counts that add up across runs; every other number is averaged.
-    ADDITIVE = frozenset({"jobs", "unfinished", "events", "warmup_jobs"})
-    # How one run's own intervals were made: not what the replications' intervals are.
-    ONE_RUN = frozenset({"ci_batches", "ci_batch_size", "response_mean_precision"})
-
     @property
     def summary(self) -> dict[str, Any]:
-        first = self.runs[0].summary
-        out: dict[str, Any] = {}
-        for key, value in first.items():
-            if (isinstance(value, bool) or not isinstance(value, int | float)
-                    or key in self.ONE_RUN):
-                continue
-            values = [r.summary.get(key) for r in self.runs]
-            out[key] = int(sum(values)) if key in self.ADDITIVE else float(np.mean(values))
-            if f"{key}_ci" in first:
-                iv = self.interval(key)
-                out[key] = iv.mean
-                out[f"{key}_ci"] = [iv.low, iv.high]
-        low, high = out.get("response_mean_ci", [math.nan, math.nan])
-        out["response_mean_precision"] = (high - low) / 2 / abs(out["response_mean"])
-        out["policy"], out["cpus"], out["seed"] = first["policy"], first["cpus"], self.seed
-        out["replications"] = len(self.runs)
-        out["seeds"] = list(self.seeds)
-        out["ci_method"] = "replications"
-        return out
+        from schedlab.stats import across_replications  # scipy: not at import time
+
+        return across_replications([r.summary for r in self.runs], self.seed, self.seeds,
+                                   self.confidence)
 
     def table(self, name: str) -> pd.DataFrame:
         """One of the runs' tables (`jobs`, `schedule`, ...) with a `replication` column."""

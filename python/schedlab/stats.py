@@ -56,6 +56,38 @@ def t_interval(values: Sequence[float], confidence: float = 0.95,
     return Interval(mean, float(t_half_width(n, std, confidence)), n, std, method)
 
 
+# Counts that add up across replications; every other number is averaged.
+ADDITIVE = frozenset({"jobs", "unfinished", "events", "warmup_jobs"})
+# How one run's own intervals were made: not what the replications' intervals are.
+ONE_RUN = frozenset({"ci_batches", "ci_batch_size", "response_mean_precision"})
+
+
+def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: Sequence[int],
+                        confidence: float = 0.95) -> dict[str, Any]:
+    """The summary of independent replications from their run summaries alone (no table):
+    counts added up, every other number averaged, and a Student-t interval across the runs
+    (`KEY_ci`) for every metric a single run gives an interval for. What
+    `Replications.summary` and `schedlab sim --replications` show."""
+    first = summaries[0]
+    out: dict[str, Any] = {}
+    for key, value in first.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or key in ONE_RUN:
+            continue
+        values = [s.get(key) for s in summaries]
+        out[key] = int(sum(values)) if key in ADDITIVE else float(np.mean(values))
+        if f"{key}_ci" in first:
+            iv = t_interval(values, confidence)
+            out[key] = iv.mean
+            out[f"{key}_ci"] = [iv.low, iv.high]
+    low, high = out.get("response_mean_ci", [math.nan, math.nan])
+    out["response_mean_precision"] = (high - low) / 2 / abs(out["response_mean"])
+    out["policy"], out["cpus"], out["seed"] = first["policy"], first["cpus"], seed
+    out["replications"] = len(summaries)
+    out["seeds"] = list(seeds)
+    out["ci_method"] = "replications"
+    return out
+
+
 def batch_means(batch_values: Sequence[float], confidence: float = 0.95,
                 mean: float | None = None) -> Interval:
     """Interval from the batch means of one long run (the simulator's `batches = B` key gives

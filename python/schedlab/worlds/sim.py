@@ -300,6 +300,14 @@ def run_replications(spec: dict[str, Any], replications: int,
     return run_replications_many([spec], replications, workers)[0]
 
 
+def run_replication_summaries(spec: dict[str, Any], replications: int,
+                              workers: int | None = None) -> list[dict[str, Any]]:
+    """The run summaries alone of `run_replications(spec, ...)` (no table, nor pandas to hold
+    one): what `schedlab sim --replications` prints, through `stats.across_replications`."""
+    runs = replication_specs({**spec, "keep_jobs": False}, replications)
+    return [raw["summary"] for raw in _core.simulate_many(runs, workers)]
+
+
 def run_replications_many(specs: list[dict[str, Any]], replications: int,
                           workers: int | None = None) -> list[Replications]:
     """Replications of several specs (the policies of a comparison) in one pool of threads:
