@@ -1,8 +1,8 @@
 """Why a tiny process's cost cannot be calibrated to 5% on this machine (issue 14): runs one
 batch of tiny one-shot processes through the dispatcher again and again, and beside each run
 two probes of the machine's speed: user-space work (the reference loop, pinned to each CPU)
-and kernel work (the coordinator's own reads of /proc per task, `measure_cpu_ms`, which the
-os world reports in every run).
+and kernel work (the reads of /proc the coordinator and each worker make, `measure_cpu_ms`,
+which the os world reports in every run).
 
     .venv/bin/python kernel_modes.py [--runs 20] [--cpus 2] [--batch 50]
 
