@@ -216,6 +216,13 @@ def test_time_to_balance_three_ways(quick_run):
         runs = _until_an_idle_balance(res.dir, runs, n, attempts=10)
     assert (runs["time_to_balance"] < 1000).all(), runs["time_to_balance"].tolist()
     assert (runs["balanced_fraction"] > 0.5).all(), runs["balanced_fraction"].tolist()
+    # The kernel's trace lacks a move its counter has in about one run of thirty (a CI run of
+    # 2026-11-27: its first move after the release; tests/test_ktrace.py): such a run says so
+    # (`moves_missed`) and its first move is unknown. The trace's checks read the others.
+    unknown = runs["first_move_path"].isna()
+    assert runs.loc[unknown, "moves_missed"].gt(0).all(), runs["moves_missed"].tolist()
+    assert runs.loc[~unknown, "moves_missed"].eq(0).all(), runs["moves_missed"].tolist()
+    runs = runs[~unknown]
     # (Or, when CPU 1 was running something else at its next pass, its busy balance: 1 of
     # the 21 runs of a whole-file run after the churn, README.)
     assert runs["first_move_path"].isin(["idle balance", "newly-idle balance",

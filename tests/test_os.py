@@ -734,10 +734,21 @@ def test_the_kernels_trace_names_the_path_of_each_move():
     release is CPU 1's balance (periodic or newly-idle)."""
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
-    r = osrun.run({"clients": 5, "size": "det:250", "think": "det:0", "time": 1000, "cpus": 2,
-                   "start_pinned": [0], "release_after": 200, "load_sample": 10,
-                   "trace_migrations": True, **QUIET})
+    spec = {"clients": 5, "size": "det:250", "think": "det:0", "time": 1000, "cpus": 2,
+            "start_pinned": [0], "release_after": 200, "load_sample": 10,
+            "trace_migrations": True, **QUIET}
+    r = osrun.run(spec)
+    # About one run in thirty, the trace lacks a move the counter has (tests/test_ktrace.py):
+    # the run says how many, and a second run is taken; the checks below hold for it.
+    counted = r.tasks.set_index("task")["migrations"]
+    traced = r.migrations[r.migrations["time"] >= 0].groupby("task").size()
+    assert r.summary["moves_missed"] == sum(max(int(n) - int(traced.get(t, 0)), 0)
+                                            for t, n in counted.items())
+    if r.summary["moves_missed"]:
+        assert r.summary["first_move_path"] is None and r.summary["first_move_tasks"] == 0
+        r = osrun.run(spec)
     m, s = r.migrations, r.summary
+    assert s["moves_missed"] == 0
     assert list(m.columns) == ["time", "task", "from_cpu", "to_cpu", "path", "running",
                                "running_pid"]
     assert ((m["running"] == "idle") == (m["running_pid"] == 0)).all()
