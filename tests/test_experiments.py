@@ -216,7 +216,7 @@ def test_time_to_balance_three_ways(quick_run):
         runs = _until_an_idle_balance(res.dir, runs, n, attempts=10)
     assert (runs["time_to_balance"] < 1000).all(), runs["time_to_balance"].tolist()
     assert (runs["balanced_fraction"] > 0.5).all(), runs["balanced_fraction"].tolist()
-    # The kernel's trace lacks a move its counter has in about one run of thirty (a CI run of
+    # The kernel's trace lacks a move its counter has in 2 runs of about 110 (a CI run of
     # 2026-11-27: its first move after the release; tests/test_ktrace.py): such a run says so
     # (`moves_missed`) and its first move is unknown. The trace's checks read the others.
     unknown = runs["first_move_path"].isna()

@@ -35,7 +35,7 @@ def test_each_move_gets_the_path_its_stack_or_context_names():
 
 def test_a_move_the_trace_missed_makes_the_first_move_unknown():
     """The kernel's counter (se.nr_migrations) and its trace come from the same line of
-    set_task_cpu and agree in nearly every run, but the trace once in about thirty runs lacks
+    set_task_cpu and agree in nearly every run, but the trace in 2 runs of about 110 lacked
     a move the counter has. A CI run of 2026-11-27 (3 tasks pinned to CPU 0, released at
     200 ms): the load samples had a task on CPU 1 from 220 ms, the trace's first move after
     the release came at 336.9 ms, and task 0 had 4 moves counted against 3 traced. The first

@@ -738,7 +738,7 @@ def test_the_kernels_trace_names_the_path_of_each_move():
             "start_pinned": [0], "release_after": 200, "load_sample": 10,
             "trace_migrations": True, **QUIET}
     r = osrun.run(spec)
-    # About one run in thirty, the trace lacks a move the counter has (tests/test_ktrace.py):
+    # In 2 runs of about 110 the trace lacked a move the counter has (tests/test_ktrace.py):
     # the run says how many, and a second run is taken; the checks below hold for it.
     counted = r.tasks.set_index("task")["migrations"]
     traced = r.migrations[r.migrations["time"] >= 0].groupby("task").size()

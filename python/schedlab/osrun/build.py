@@ -188,7 +188,7 @@ def _moves_missed(moves: pd.DataFrame, counted: pd.Series) -> int | None:
     """The moves the kernel counted (`se.nr_migrations` from the start on, per task) that its
     trace does not hold; None without the counters. The two come from the same line of
     `set_task_cpu`, and agree in nearly every run, but the trace has been seen to miss one
-    (2 runs in about 60, each time the first move after a pinned start's release; no event
+    (2 runs of about 110, each time the first move after a pinned start's release; no event
     lost by the ring buffer)."""
     if counted.isna().any():
         return None
