@@ -4,9 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup sysdeps run test test-rust test-python lint bench clean
+.PHONY: setup sysdeps tracefs run test test-rust test-python lint bench clean
 
-setup: $(STAMP) sysdeps
+setup: $(STAMP) sysdeps tracefs
 
 # System programs the tests start for real: Chromium renders the HTML report, nginx and wrk are
 # the server's peers. Installed from Debian's packages when missing (CI runs as root).
@@ -20,6 +20,16 @@ sysdeps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# The os world's migration trace (`trace_migrations`) reads the kernel's tracefs, which not every
+# machine mounts at boot: mounted here when the kernel has it and we are root. Without it, runs
+# that ask for the trace are refused with the reason (docs/os.md), so setup goes on.
+tracefs:
+	@if [ ! -d /sys/kernel/tracing/events ] && grep -qw tracefs /proc/filesystems; then \
+	  if [ "$$(id -u)" = 0 ] && mount -t tracefs nodev /sys/kernel/tracing; then \
+	    echo "mounted tracefs at /sys/kernel/tracing"; \
+	  else echo "tracefs is not mounted and could not be: trace_migrations will be refused"; fi; \
 	fi
 
 # Reinstall when the Rust sources or the package description change. The extension is built

@@ -24,7 +24,12 @@ EXPERIMENTS = sorted((ROOT / "experiments").glob("*/*.toml"))
 
 
 def _runs_a_real_world(path: Path) -> bool:
-    return any(sweep.real_world(w) for w in ex.load(path, quick=True).worlds)
+    try:
+        return any(sweep.real_world(w) for w in ex.load(path, quick=True).worlds)
+    except schedlab.SpecError:
+        # A file this machine refuses (a real world's needs unmet, say tracefs): its own test
+        # runs it alone and fails with the reason, instead of the module failing to collect.
+        return True
 
 
 EXPERIMENT_PARAMS = [real_param(p, _runs_a_real_world(p), f"{p.parent.name}/{p.name}")
