@@ -22,6 +22,7 @@ from conftest import SCHEDLAB, cli_env
 from schedlab import osrun
 from schedlab._core import NICE_TO_WEIGHT as NICE_WEIGHTS
 from schedlab._core import SpecError
+from schedlab.vocabulary import summary_units
 from schedlab.worlds import os as os_world
 
 CAPS = osrun.capabilities()
@@ -393,6 +394,14 @@ def test_user_space_priority_serves_the_light_process_first():
     heavy_done = r.jobs[r.jobs["client"] < 5]["completion"]
     assert light["completion"] < heavy_done.min()
     assert light["response"] < 20 + 10, light["response"]
+    assert unitless(r.summary) == set()  # the dispatcher's numbers among them
+
+
+def unitless(summary: dict) -> set[str]:
+    """The numbers of a summary without a unit in the vocabulary (`--json`'s `units`)."""
+    numbers = {k for k, v in summary.items() if isinstance(v, int | float)
+               and not isinstance(v, bool)}
+    return numbers - set(summary_units(summary))
 
 
 
@@ -740,6 +749,7 @@ def test_the_kernels_trace_names_the_path_of_each_move():
     r = osrun.run(spec)
     # In 2 runs of about 110 the trace lacked a move the counter has (tests/test_ktrace.py):
     # the run says how many, and a second run is taken; the checks below hold for it.
+    assert unitless(r.summary) == set()  # the trace's numbers among them
     counted = r.tasks.set_index("task")["migrations"]
     traced = r.migrations[r.migrations["time"] >= 0].groupby("task").size()
     assert r.summary["moves_missed"] == sum(max(int(n) - int(traced.get(t, 0)), 0)

@@ -23,6 +23,7 @@ import pytest
 import schedlab
 from conftest import SCHEDLAB, cli_env
 from schedlab.results import JOB_COLUMNS
+from schedlab.vocabulary import summary_units
 
 
 class Serve:
@@ -469,6 +470,9 @@ def test_run_returns_the_common_schema_with_server_columns() -> None:
     assert sim_keys <= set(r.summary), sim_keys - set(r.summary)
     for key in ("missed_sends", "errors", "bytes", "duration"):
         assert key in r.summary
+    numbers = {k for k, v in r.summary.items() if isinstance(v, int | float)
+               and not isinstance(v, bool)}
+    assert numbers - set(summary_units(r.summary)) == set()  # --json's units
     assert list(r.jobs.columns[: len(JOB_COLUMNS)]) == JOB_COLUMNS
     j = r.jobs
     assert len(j) == 20 and (j["cpu"] == 0).all() and (j["size"] == 262_144).all()

@@ -13,6 +13,7 @@ import pytest
 import schedlab
 from schedlab import results, server
 from schedlab.osrun import build as os_build
+from schedlab.vocabulary import summary_units
 
 # Keys computed from the per-job table alone: the same in every world for the same table.
 FROM_TABLE = ["jobs", "response_mean", "response_p50", "response_p95", "response_p99",
@@ -254,3 +255,17 @@ def test_os_time_to_balance_is_the_simulators_code():
     late = os_build._load_samples(load, plan, 520.0)
     s, _, _ = results.summarize(jobs, [], CLASSES, dict(counters, load_samples=late))
     assert math.isnan(s["time_to_balance"])
+
+
+def test_every_number_of_every_worlds_summary_has_its_unit():
+    jobs = job_table()
+    for name, world in (("server", server_summary(jobs)), ("os", os_summary(jobs))):
+        s = world["summary"]
+        numbers = {k for k, v in s.items()
+                   if isinstance(v, int | float) and not isinstance(v, bool)}
+        assert numbers - set(summary_units(s)) == set(), name
+        assert summary_units(s)["duration" if name == "server" else "wall_ms"] == "ms"
+    assert summary_units({"dispatcher_timer_lateness_us": 1.0, "throughput_rps": 2.0,
+                          "moves_missed": 0, "noisy": False}) == {
+        "dispatcher_timer_lateness_us": "us", "throughput_rps": "requests/s",
+        "moves_missed": "count"}

@@ -35,7 +35,7 @@ from schedlab.worlds import sim as sim_world
 
 
 def with_units(summary: dict[str, Any]) -> dict[str, Any]:
-    """A summary as --json prints it: with `units`, the unit of each key the core declares."""
+    """A summary as --json prints it: with `units`, the unit of each of its numbers."""
     return {**summary, "units": summary_units(summary)}
 
 

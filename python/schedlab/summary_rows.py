@@ -10,14 +10,14 @@ import math
 import numbers
 from typing import Any
 
-from schedlab.vocabulary import SUMMARY_UNITS
+from schedlab.vocabulary import SUMMARY_UNITS, WORLD_SUMMARY_UNITS
+
+UNITS: dict[str, str] = {**SUMMARY_UNITS, **WORLD_SUMMARY_UNITS}
 
 
-def _rows(*rows: tuple[str, ...]) -> list[tuple[str, str, str]]:
-    """(key, label, unit) rows, each key's unit the one the vocabulary declares
-    (`SUMMARY_UNITS`); a world's own key, which the core does not declare, gives its unit as a
-    third item."""
-    return [(r[0], r[1], r[2] if len(r) > 2 else SUMMARY_UNITS[r[0]]) for r in rows]
+def _rows(*rows: tuple[str, str]) -> list[tuple[str, str, str]]:
+    """(key, label, unit) rows, each key's unit the one the vocabulary declares."""
+    return [(key, label, UNITS[key]) for key, label in rows]
 
 
 # (key, label, unit): the rows of a run's summary table, in the CLI (`schedlab sim`) and in a
@@ -40,17 +40,14 @@ OS_SUMMARY_ROWS = _rows(
     ("wait_mean", "run-queue wait mean"), ("throughput", "throughput"),
     ("utilization", "utilization"), ("context_switches", "context switches"),
     ("migrations", "migrations"), ("jain_share", "Jain (share/entitled)"),
-    ("contended_ms", "contended interval", "ms"),
-    ("measure_overhead", "measurement overhead", "ratio"),
-    ("dispatcher_overhead", "dispatcher CPU / wall", "ratio"),
-    ("foreign_fraction", "foreign CPU", "ratio"),
+    ("contended_ms", "contended interval"), ("measure_overhead", "measurement overhead"),
+    ("dispatcher_overhead", "dispatcher CPU / wall"), ("foreign_fraction", "foreign CPU"),
 )
 
 # The columns of the per-class table shown beside a summary (keys of CLASS_COLUMNS).
 CLASS_ROWS = ["response_mean", "response_p99", "wait_mean", "slowdown_mean"]
 
 
-UNITS: dict[str, str] = {**SUMMARY_UNITS, **{key: unit for key, _, unit in OS_SUMMARY_ROWS}}
 LABELS: dict[str, str] = {key: label for key, label, _ in SUMMARY_ROWS}
 
 

@@ -23,7 +23,8 @@ from schedlab._core import SpecError
 __all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", "spec_error",
            "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
            "param_value", "as_dist", "cpu_list", "DEFAULT_SEED", "replication_seed",
-           "replication_count", "SUMMARY_UNITS", "summary_units", "in_time_unit"]
+           "replication_count", "SUMMARY_UNITS", "WORLD_SUMMARY_UNITS", "summary_units",
+           "in_time_unit"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,29 @@ KERNEL_PARAMS: dict[str, Key] = {n: k for n, k in KEYS.items()
 SUMMARY_UNITS: dict[str, str] = dict(_core.SUMMARY_UNITS)
 
 
+# The unit of every number a real world adds to the summary beside the core's (docs/os.md,
+# docs/server.md); its text, flags and tables (`contended_end`, `noisy`, `status`...) have none.
+WORLD_SUMMARY_UNITS: dict[str, str] = {
+    # os
+    "release_ms": "ms", "tasks": "count", "wall_ms": "ms", "user_ms": "ms", "sys_ms": "ms",
+    "runqueue_wait_ms": "ms", "wait_inconsistent_jobs": "count", "contended_ms": "ms",
+    "killed_tasks": "count", "measure_cpu_ms": "ms", "measure_overhead": "ratio",
+    "coordinator_cpu_ms": "ms", "samples_taken": "count", "foreign_fraction": "ratio",
+    "steal_fraction": "ratio", "attempts": "count", "moves": "count", "moves_missed": "count",
+    "first_move": "ms", "first_move_tasks": "count", "dispatcher_cpu_ms": "ms",
+    "dispatcher_overhead": "ratio", "dispatcher_decisions": "count",
+    "dispatcher_switches": "count", "dispatcher_timer_lateness_us": "us",
+    # server
+    "missed_sends": "count", "errors": "count", "bytes": "bytes", "duration": "ms",
+    "throughput_rps": "requests/s", "offered_rate": "requests/s", "response_p999": "ms",
+    "connections": "count", "server_served": "count", "server_aborted": "count",
+}
+
+
 def summary_units(summary: dict[str, Any]) -> dict[str, str]:
-    """The units of a summary's keys (those the core declares; a world's own extras have
-    theirs in its docs)."""
-    return {k: SUMMARY_UNITS[k] for k in summary if k in SUMMARY_UNITS}
+    """The units of a summary's numbers: the core's keys and each real world's own."""
+    return {k: SUMMARY_UNITS.get(k) or WORLD_SUMMARY_UNITS[k] for k in summary
+            if k in SUMMARY_UNITS or k in WORLD_SUMMARY_UNITS}
 
 
 def in_time_unit(unit: str, time_unit: str = "ms") -> str:
