@@ -14,7 +14,7 @@ import pytest
 import schedlab
 from conftest import SCHEDLAB, cli_env
 from schedlab import profile, worlds
-from schedlab.calibration import _without_stalls
+from schedlab.calibration import _quantiles_with_intervals, _without_stalls
 from schedlab.worlds import server as server_world
 
 
@@ -344,6 +344,26 @@ def test_an_os_profiles_exit_splits_the_dispatchers_start_from_the_end(tmp_path)
     path.write_text(OS_PROFILE + "[os.dispatch_exit]\nmean = \"fast\"\n")
     with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_exit\] has no mean"):
         profile.load(path)
+
+
+def test_a_timer_terms_quantile_intervals_are_the_order_statistics_that_cover_it():
+    # 1..500: the p50 interval is the 228th and 273rd values (binomial 2.5% and 97.5% points
+    # of Bin(500, 0.5): 228 and 272), the p99's the 490th and the largest.
+    q = _quantiles_with_intervals(np.arange(500, 0, -1.0))
+    assert (q["p50_low"], q["p50"], q["p50_high"]) == (228.0, 250.5, 273.0)
+    assert (q["p99_low"], q["p99_high"], q["max"]) == (490.0, 500.0, 500.0)
+    # Coverage of the true quantiles of exp(1) (ln 2, ln 20, ln 100) by 2,000 samples of 500:
+    # a distribution-free interval covers at least 95% (these seeds: fixed counts; 2,000 runs
+    # give the count an sd of 0.5 points).
+    rng = np.random.default_rng(11)
+    truth = {"p50": np.log(2), "p95": np.log(20), "p99": np.log(100)}
+    covered = dict.fromkeys(truth, 0)
+    for _ in range(2_000):
+        q = _quantiles_with_intervals(rng.exponential(1.0, 500))
+        for name, value in truth.items():
+            covered[name] += q[f"{name}_low"] <= value <= q[f"{name}_high"]
+    for name, count in covered.items():
+        assert 0.94 <= count / 2_000 <= 0.99, (name, count)  # 0.9495, 0.958, 0.976
 
 
 def test_a_stalled_wake_up_repetition_is_left_out():
@@ -681,6 +701,27 @@ def test_a_bounded_buffer_needs_one_queue():
 
 
 @pytest.mark.real
+def test_a_timers_overshoot_carries_the_slack_outside_real_time():
+    from schedlab.osrun import timer
+
+    # The kernel gives a real-time process no timer slack and any other its own (50 us by
+    # default, /proc/PID/timerslack_ns, inherited from this process): a sleep under
+    # SCHED_OTHER may end anywhere up to the slack past its deadline, and on an idle CPU, where
+    # nothing else expires the timer early, ends there. The probe takes the two policies'
+    # sleeps in turns, so both meet the machine in one state: the median under FIFO moved
+    # between 23 and 61 us from one run to the next, the gap stayed at 47.2-54.0 us (30 runs,
+    # 2026-11-27; 20-86 us when the policies ran one after the other).
+    slack = int(Path("/proc/self/timerslack_ns").read_text())
+    probe = timer.overshoots(0, 300, 1.0, fifo=True)
+    fifo, other = probe["fifo"], probe["other"]
+    assert fifo["slack_ns"] == 0 and other["slack_ns"] == slack > 0
+    assert len(fifo["overshoot_ms"]) == len(other["overshoot_ms"]) == 300
+    assert min(fifo["overshoot_ms"]) >= 0 and min(other["overshoot_ms"]) >= 0  # never early
+    gap = float(np.median(other["overshoot_ms"]) - np.median(fifo["overshoot_ms"]))
+    assert 0.8 * slack / 1e6 <= gap <= 1.25 * slack / 1e6, (gap, slack)
+
+
+@pytest.mark.real
 def test_an_os_profile_predicts_batches_of_real_processes(tmp_path):
     from schedlab.worlds import os as os_world
 
@@ -698,6 +739,15 @@ def test_an_os_profile_predicts_batches_of_real_processes(tmp_path):
     # 0.017]); the phase does move the odd process out (~510 moves a run against 3-9 with
     # the processes in pairs).
     assert 0 <= terms["kernel_wake"]["mean"] < terms["dispatch_wake"]["mean"] < 0.5
+    # A timer's overshoot sleep by sleep, with its spread: no slack under FIFO, the kernel's
+    # 50 us under SCHED_OTHER (test_a_timers_overshoot_carries_the_slack_outside_real_time).
+    own_slack = int(Path("/proc/self/timerslack_ns").read_text()) / 1e6
+    for name, slack in (("timer", 0.0), ("timer_other", own_slack)):
+        t = terms[name]
+        assert t["sleeps"] == 500 and t["slack_ms"] == slack and t["unit"] == "ms"
+        assert 0 <= t["p50_low"] <= t["p50"] <= t["p50_high"] <= t["p95"] <= t["p99"] <= t["max"]
+        assert t["p99_low"] <= t["p99"] <= t["p99_high"] and t["low"] <= t["mean"] <= t["high"]
+    assert terms["timer"]["p50"] < terms["timer_other"]["p50"]
     assert abs(terms["dispatch_migrate"]["mean"]) < 0.1
     assert min(terms["dispatch_migrate"]["migrations"]) > 100
     # Batches other than the calibration's: 96 FIFO jobs of 7 ms, 64 CFS jobs of 6 ms, 240

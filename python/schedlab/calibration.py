@@ -71,6 +71,7 @@ EXIT_TASKS, EXIT_SLEEP_MS = 32, 2.0  # the exit phase: sleepers per CPU, their f
 WAKE_BURSTS, WAKE_BURST_MS, WAKE_SLEEP_MS = (5, 45), 1.0, 2.0  # the wake phase: one sleeper per CPU
 STALL_FLOOR_MS = 0.005  # the least spread of repetitions that _without_stalls assumes (ms)
 MIGRATE_MS = 100.0  # the migration phase: 2 x cpus + 1 processes of this much CPU, 1 ms quanta
+TIMER_SLEEPS, TIMER_SLEEP_MS = 500, 1.0  # the timer phase: sleeps of one process, each this long
 SIZES = (2.0, 8.0)  # ms of CPU per job in the kernel's batches
 PHASE_MS = 2_500.0  # load per phase (ms)
 IDLE_THINK_MS = 20.0  # the idle phase's think time: long enough for the machine to sleep
@@ -183,6 +184,46 @@ def _term(mean: float, se: float, n: int, unit: str, **extra: Any) -> dict[str, 
 
 def _quantiles(values: np.ndarray) -> dict[str, float]:
     return {"p50": float(np.quantile(values, 0.5)), "p95": float(np.quantile(values, 0.95))}
+
+
+def _quantiles_with_intervals(values: np.ndarray) -> dict[str, float]:
+    """p50, p95, p99, each with its distribution-free 95% interval (the order statistics
+    that bracket the quantile with probability 0.95: binomial counts), and the max."""
+    from scipy import stats
+
+    v = np.sort(np.asarray(values, dtype=float))
+    n = len(v)
+    out: dict[str, float] = {}
+    for q in (0.5, 0.95, 0.99):
+        name = f"p{round(q * 100)}"
+        low = int(stats.binom.ppf(0.025, n, q))  # 1-based rank of the lower bound
+        high = int(stats.binom.ppf(0.975, n, q))  # 0-based index of the upper bound
+        out |= {name: float(np.quantile(v, q)), f"{name}_low": float(v[max(low - 1, 0)]),
+                f"{name}_high": float(v[min(high, n - 1)])}
+    return out | {"max": float(v[-1])}
+
+
+def _timer_terms(cpu: int, unit: str) -> dict[str, dict[str, Any]]:
+    """A timer's overshoot on `cpu`, sleep by sleep (schedlab.osrun.timer), under SCHED_FIFO
+    (`timer`) in turns with SCHED_OTHER (`timer_other`); SCHED_OTHER's alone where the kernel
+    refuses FIFO."""
+    from schedlab.osrun import timer
+
+    try:
+        probe = timer.overshoots(cpu, TIMER_SLEEPS, TIMER_SLEEP_MS, fifo=True)
+    except PermissionError:
+        probe = timer.overshoots(cpu, TIMER_SLEEPS, TIMER_SLEEP_MS, fifo=False)
+    terms = {}
+    for policy, name in (("fifo", "timer"), ("other", "timer_other")):
+        if policy not in probe:
+            continue
+        late = np.asarray(probe[policy]["overshoot_ms"], dtype=float)
+        se = float(np.std(late, ddof=1) / math.sqrt(len(late)))
+        terms[name] = _term(float(np.mean(late)), se, len(late), unit,
+                            **_quantiles_with_intervals(late), sleeps=len(late),
+                            sleep_ms=TIMER_SLEEP_MS, cpu=cpu,
+                            slack_ms=probe[policy]["slack_ns"] / 1e6)
+    return terms
 
 
 def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
@@ -386,6 +427,10 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
         kept = _without_stalls(wakes)
         terms[term] = _over_reps(kept, optional[term], tasks=cpus,
                                  stalled=[w for w in wakes if w not in kept])
+    # The timer's overshoot, one sleep at a time (the wake-up terms above are means over many):
+    # under SCHED_FIFO, which gets no timer slack, and under SCHED_OTHER, which does. Reported
+    # with its spread; the model's wake-up is the terms above.
+    terms.update(_timer_terms(0, optional["timer"]))
     if cpus > 1:
         # As the wake-ups: one stall in a run of ~500 migrations once moved a repetition to
         # 0.35 ms per migration where the others gave -0.003.
@@ -410,6 +455,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
                                "exit_sleep_ms": EXIT_SLEEP_MS},
                 "wake": {"bursts": list(WAKE_BURSTS), "burst_ms": WAKE_BURST_MS,
                          "sleep_ms": WAKE_SLEEP_MS},
+                "timer": {"sleeps": TIMER_SLEEPS, "sleep_ms": TIMER_SLEEP_MS, "cpu": 0},
                 **({"migrate": {"tasks": 2 * cpus + 1, "ms": MIGRATE_MS, "quantum_ms": 1.0}}
                    if cpus > 1 else {})},
     }

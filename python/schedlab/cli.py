@@ -497,7 +497,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(dumps(prof))
         return 0
     for name, term in prof[args.world].items():
-        spread = "".join(f"  {q} {term[q]:.4g}" for q in ("p50", "p95") if q in term)
+        spread = "".join(f"  {q} {term[q]:.4g}" for q in ("p50", "p95", "p99") if q in term)
         at = f"  ({term['tasks']} processes)" if "tasks" in term else ""
         print(f"{name:15} {term['mean']:.4g} {term['unit']}  95% [{term['low']:.4g}, "
               f"{term['high']:.4g}]{spread}{at}")

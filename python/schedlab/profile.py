@@ -47,7 +47,11 @@ An os profile holds, for the CPUs it was measured on (`[profile.config]`: cpus, 
   kernel (a timer's overshoot and the wake-up) and through the dispatcher (also its hand-off
   to the woken worker), on CPUs that idle meanwhile;
 - `dispatch_migrate` (optional, on 2 CPUs or more): what a migration adds to a quantum's
-  switch through the dispatcher.
+  switch through the dispatcher;
+- `timer`, `timer_other` (optional): how late a process wakes from a sleep to a deadline, sleep
+  by sleep (mean, p50, p95, p99 each with its interval, max), under SCHED_FIFO (no timer
+  slack) and SCHED_OTHER (the process's `slack_ms`). Reported, not modelled: the model's
+  wake-ups are `kernel_wake` and `dispatch_wake`.
 
 The simulator's model of it (`_os_terms`): `service_scale` and `start_cost` at the run's
 number of processes (log-linear between the two populations measured) on the line of the
@@ -87,7 +91,7 @@ SERVER_TERMS = {
 # Terms a profile may lack (written by an older schedlab): their model term is then 0.
 OPTIONAL_SERVER_TERMS = {"idle_delay": "ms"}
 OPTIONAL_OS_TERMS = {"dispatch_exit": "ms", "kernel_wake": "ms", "dispatch_wake": "ms",
-                     "dispatch_migrate": "ms"}
+                     "dispatch_migrate": "ms", "timer": "ms", "timer_other": "ms"}
 OS_TERMS = {
     "start": "ms",
     "scale": "ms/ms",
@@ -116,8 +120,8 @@ ALLOWED = ("a machine profile written by `schedlab calibrate` (TOML: [profile] f
            "[os.start_many], [os.scale_many], "
            "[os.other_start], [os.other_scale], [os.other_start_many], [os.other_scale_many], "
            "[os.dispatch_start], [os.dispatch_start_many], [os.dispatch_switch] (and "
-           "[os.dispatch_exit], [os.kernel_wake], [os.dispatch_wake], [os.dispatch_migrate] "
-           "if measured))")
+           "[os.dispatch_exit], [os.kernel_wake], [os.dispatch_wake], [os.dispatch_migrate], "
+           "[os.timer], [os.timer_other] if measured))")
 
 
 def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
