@@ -51,7 +51,8 @@ An os profile holds, for the CPUs it was measured on (`[profile.config]`: cpus, 
 - `timer`, `timer_other` (optional): how late a process wakes from a sleep to a deadline, sleep
   by sleep (mean, p50, p95, p99 each with its interval, max), under SCHED_FIFO (no timer
   slack) and SCHED_OTHER (the process's `slack_ms`). Reported, not modelled: the model's
-  wake-ups are `kernel_wake` and `dispatch_wake`.
+  wake-ups are `kernel_wake` and `dispatch_wake` (smaller: part of a wake-up is charged to the
+  sleeper's CPU clock, and so spent inside its next burst; docs/calibration.md).
 
 The simulator's model of it (`_os_terms`): `service_scale` and `start_cost` at the run's
 number of processes (log-linear between the two populations measured) on the line of the
