@@ -416,6 +416,8 @@ def test_load_command_writes_the_common_schema(root: Path, tmp_path: Path) -> No
     assert p.stderr == ""  # no progress line when stderr is not a terminal
     s = json.loads(p.stdout)
     assert (s["requests"], s["errors"], s["mode"]) == (400, 0, "closed")
+    numbers = {k for k, v in s.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    assert numbers <= set(s["units"]) and s["units"]["throughput"] == "requests/s"
     import pandas as pd
 
     df = pd.read_csv(out)

@@ -987,7 +987,10 @@ def cmd_load(args: argparse.Namespace) -> int:
         print(f"schedlab: error: no request to {args.url} succeeded: " +
               ", ".join(f"{k} {v}" for k, v in s["errors_by_kind"].items()), file=sys.stderr)
     if args.json:
-        print(dumps(s))
+        from schedlab.vocabulary import LOAD_SUMMARY_UNITS
+
+        print(dumps({**s, "units": {k: LOAD_SUMMARY_UNITS[k] for k in s
+                                    if k in LOAD_SUMMARY_UNITS}}))
         return 1 if failed else 0
     from rich.console import Console
     from rich.table import Table

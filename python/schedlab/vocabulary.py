@@ -23,8 +23,8 @@ from schedlab._core import SpecError
 __all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", "spec_error",
            "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
            "param_value", "as_dist", "cpu_list", "DEFAULT_SEED", "replication_seed",
-           "replication_count", "SUMMARY_UNITS", "WORLD_SUMMARY_UNITS", "summary_units",
-           "in_time_unit"]
+           "replication_count", "SUMMARY_UNITS", "WORLD_SUMMARY_UNITS", "LOAD_SUMMARY_UNITS",
+           "summary_units", "in_time_unit"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,19 @@ WORLD_SUMMARY_UNITS: dict[str, str] = {
     "missed_sends": "count", "errors": "count", "bytes": "bytes", "duration": "ms",
     "throughput_rps": "requests/s", "offered_rate": "requests/s", "response_p999": "ms",
     "connections": "count", "server_served": "count", "server_aborted": "count",
+}
+
+
+# The load generator's own summary (`schedlab load --json`, docs/server.md): a client's view
+# of a server, in requests.
+LOAD_SUMMARY_UNITS: dict[str, str] = {
+    "requests": "count", "errors": "count", "sent": "count", "missed_sends": "count",
+    "warmup": "count", "bytes": "bytes", "duration": "ms", "sending_ended": "ms",
+    "throughput": "requests/s", "offered_rate": "requests/s", "connections": "count",
+    "threads": "count", "start_ns": "ns", "precision": "ratio",
+    "response_mean_precision": "ratio",
+    **{f"response_{q}": "ms" for q in ("mean", "std", "p50", "p90", "p95", "p99", "p999",
+                                        "max")},
 }
 
 
