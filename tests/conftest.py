@@ -77,3 +77,15 @@ def assert_conserved(summary: dict, little_tolerance: float) -> None:
     little = summary["arrival_rate"] * summary["response_mean"]
     L = summary["mean_in_system"]
     assert abs(L - little) <= little_tolerance * little, f"L = {L}, lambda W = {little}"
+
+
+def numbers_of(record: dict) -> set[str]:
+    """The keys of a summary whose values are numbers (not flags, texts or tables)."""
+    return {k for k, v in record.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def unitless(summary: dict) -> set[str]:
+    """The numbers of a summary without a unit in the vocabulary (`--json`'s `units`)."""
+    from schedlab.vocabulary import summary_units
+
+    return numbers_of(summary) - set(summary_units(summary))

@@ -18,11 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import schedlab
-from conftest import SCHEDLAB, cli_env
+from conftest import SCHEDLAB, cli_env, unitless
 from schedlab import osrun
 from schedlab._core import NICE_TO_WEIGHT as NICE_WEIGHTS
 from schedlab._core import SpecError
-from schedlab.vocabulary import summary_units
 from schedlab.worlds import os as os_world
 
 CAPS = osrun.capabilities()
@@ -395,13 +394,6 @@ def test_user_space_priority_serves_the_light_process_first():
     assert light["completion"] < heavy_done.min()
     assert light["response"] < 20 + 10, light["response"]
     assert unitless(r.summary) == set()  # the dispatcher's numbers among them
-
-
-def unitless(summary: dict) -> set[str]:
-    """The numbers of a summary without a unit in the vocabulary (`--json`'s `units`)."""
-    numbers = {k for k, v in summary.items() if isinstance(v, int | float)
-               and not isinstance(v, bool)}
-    return numbers - set(summary_units(summary))
 
 
 

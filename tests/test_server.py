@@ -21,9 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import schedlab
-from conftest import SCHEDLAB, cli_env
+from conftest import SCHEDLAB, cli_env, numbers_of, unitless
 from schedlab.results import JOB_COLUMNS
-from schedlab.vocabulary import summary_units
 
 
 class Serve:
@@ -416,8 +415,7 @@ def test_load_command_writes_the_common_schema(root: Path, tmp_path: Path) -> No
     assert p.stderr == ""  # no progress line when stderr is not a terminal
     s = json.loads(p.stdout)
     assert (s["requests"], s["errors"], s["mode"]) == (400, 0, "closed")
-    numbers = {k for k, v in s.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-    assert numbers <= set(s["units"]) and s["units"]["throughput"] == "requests/s"
+    assert numbers_of(s) <= set(s["units"]) and s["units"]["throughput"] == "requests/s"
     import pandas as pd
 
     df = pd.read_csv(out)
@@ -472,9 +470,7 @@ def test_run_returns_the_common_schema_with_server_columns() -> None:
     assert sim_keys <= set(r.summary), sim_keys - set(r.summary)
     for key in ("missed_sends", "errors", "bytes", "duration"):
         assert key in r.summary
-    numbers = {k for k, v in r.summary.items() if isinstance(v, int | float)
-               and not isinstance(v, bool)}
-    assert numbers - set(summary_units(r.summary)) == set()  # --json's units
+    assert unitless(r.summary) == set()  # --json's units
     assert list(r.jobs.columns[: len(JOB_COLUMNS)]) == JOB_COLUMNS
     j = r.jobs
     assert len(j) == 20 and (j["cpu"] == 0).all() and (j["size"] == 262_144).all()

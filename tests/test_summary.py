@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import schedlab
+from conftest import unitless
 from schedlab import results, server
 from schedlab.osrun import build as os_build
 from schedlab.vocabulary import summary_units
@@ -261,9 +262,7 @@ def test_every_number_of_every_worlds_summary_has_its_unit():
     jobs = job_table()
     for name, world in (("server", server_summary(jobs)), ("os", os_summary(jobs))):
         s = world["summary"]
-        numbers = {k for k, v in s.items()
-                   if isinstance(v, int | float) and not isinstance(v, bool)}
-        assert numbers - set(summary_units(s)) == set(), name
+        assert unitless(s) == set(), name
         assert summary_units(s)["duration" if name == "server" else "wall_ms"] == "ms"
     assert summary_units({"dispatcher_timer_lateness_us": 1.0, "throughput_rps": 2.0,
                           "moves_missed": 0, "noisy": False}) == {
