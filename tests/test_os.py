@@ -73,6 +73,10 @@ def test_response_is_runqueue_wait_plus_cpu_for_a_batch():
     assert (gap < 3.0).all(), gap.max()
     assert (gap > -0.5).mean() >= 0.8, gap.describe()
     assert r.summary["wait_inconsistent_jobs"] == int((gap < -0.5).sum())
+    # The makespan is the batch's completion time, its first fork (time 0) to its last exit:
+    # no less than its CPU time spread over the 2 CPUs.
+    assert r.summary["makespan"] == j["completion"].max()
+    assert r.summary["makespan"] >= j["cpu_time"].sum() / 2
 
 
 # --- kernel policies --------------------------------------------------------------------

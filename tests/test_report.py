@@ -40,7 +40,8 @@ SMALL = {
     "policy": [{"name": "lottery", "quantum": 0.5}, {"name": "stride", "quantum": 0.5},
                {"name": "fcfs"}],
     "sweep": {"workload.think": ["exp:2", "exp:4"]},
-    "report": {"gantt_max_segments": 1000},
+    # Every plot named, those drawn only on request among them.
+    "report": {"gantt_max_segments": 1000, "plots": list(ex.PLOTS)},
 }
 
 
@@ -434,6 +435,53 @@ def test_two_worlds_plot_side_by_side(tmp_path, monkeypatch):
     assert "FCFS [server]" in text and "FCFS [sim]" in text
 
 
+def test_makespan_and_switches_side_by_side_by_hand(tmp_path, monkeypatch):
+    # Ten jobs of 5 ms at once on one CPU: any work-conserving policy ends at 50 ms. Under RR
+    # with a 1 ms quantum each job is taken off its CPU unfinished 4 times (40 switches); the
+    # stand-in 'server' world pays 0.05 ms per dispatch of another job than the last: RR
+    # dispatches 50 times (52.5 ms, +5.0%), FCFS 10 times (50.5 ms, +1.0%).
+    monkeypatch.setitem(worlds.MODULES, "server", "test_report")
+    d = {"experiment": {"name": "spans", "world": ["sim", "server"], "warmup": 0},
+         "workload": {"clients": 10, "jobs": 10, "think": "det:0", "size": "det:5"},
+         "policy": [{"name": "rr", "quantum": 1}, {"name": "fcfs"}],
+         "report": {"gap_metrics": ["makespan", "context_switches"],
+                    "plots": ["makespan", "context_switches"]}}
+    out = tmp_path / "spans"
+    res = schedlab.run(d, out=out)
+    s = res.summaries.set_index(["world", "label"])
+    expect = {("sim", "RR quantum=1"): (50.0, 40), ("sim", "FCFS"): (50.0, 0),
+              ("server", "RR quantum=1"): (52.5, 40), ("server", "FCFS"): (50.5, 0)}
+    for key, (span, switches) in expect.items():
+        assert s.loc[key, "makespan"] == pytest.approx(span, abs=1e-9), key
+        assert s.loc[key, "makespan"] == s.loc[key, "measure_end"] - s.loc[key, "measure_start"]
+        assert s.loc[key, "context_switches"] == switches, key
+    text = make_report(out).read_text()
+    tables = re.findall(r'<table class="gap" data-metric="(\w+)" data-world="server" '
+                        r'data-reference="sim">(.*?)</table>', text, re.S)
+    assert [m for m, _ in tables] == ["makespan", "context_switches"]  # the file's order
+    cells = {m: [[html_lib.unescape(re.sub("<[^>]+>", "", c)) for c in
+                  re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row)]
+                 for row in re.findall(r"<tr>(.*?)</tr>", body)] for m, body in tables}
+    span = cells["makespan"]
+    assert span[0][1:4] == ["sim: mean ± CI (ms)", "server: mean ± CI (ms)",
+                            "server − sim (ms)"]
+    assert span[1][:6] == ["RR quantum=1", "50", "52.5", "2.5", "+5.0%", "–"]
+    assert span[2][:6] == ["FCFS", "50", "50.5", "0.5", "+1.0%", "–"]
+    switches = cells["context_switches"]
+    assert switches[0][1] == "sim: mean ± CI (count)"
+    assert switches[1][:5] == ["RR quantum=1", "40", "40", "0", "+0.0%"]
+    assert switches[2][:5] == ["FCFS", "0", "0", "0", "–"]  # no relative gap from zero
+    for name in ("makespan", "context_switches"):
+        assert f'<figure class="figure" data-plot="{name}">' in text
+    # The default report compares the mean response alone, and draws neither plot.
+    d["report"] = {}
+    out2 = tmp_path / "default"
+    schedlab.run(d, out=out2)
+    text = make_report(out2).read_text()
+    assert re.findall(r'<table class="gap" data-metric="(\w+)"', text) == ["response_mean"]
+    assert 'data-plot="makespan"' not in text and 'data-plot="context_switches"' not in text
+
+
 @pytest.mark.real
 def test_report_cli_on_a_study(tmp_path):
     out = tmp_path / "convoy"
@@ -580,18 +628,19 @@ def test_screenshot_of_a_study_with_the_geometry_checks(study, tmp_path):
         assert swatches["load"] == [2] and swatches["cdf"] == [2]  # FCFS and SFF
         assert legends["classes"] == 0
     else:
-        assert list(figures) == ["response", "throughput", "classes", "percentiles", "gantt",
-                                 "load"]
+        assert list(figures) == ["makespan", "response", "throughput", "classes",
+                                 "percentiles", "gantt", "load"]
         assert swatches["load"] == [4]  # xv6 priority, no aging, fast aging, RR
-        assert swatches["response"] == [12]  # 4 policies x 3 traces (--quick)
+        assert swatches["response"] == swatches["makespan"] == [12]  # 4 policies x 3 traces
         assert swatches["gantt"] == [1]  # preempted
         labels = [lb["text"] for f in geo["figures"] for lb in f["labels"]]
         assert "mean response time (tick)" in labels and "time (tick)" in labels, labels
+        assert "makespan (tick)" in labels, labels
     expected = {"rr-ps-fcfs": {"response": 1, "percentiles": 1, "cdf": 1, "fairness": 1,
                                "load": 1},
                 "convoy": {"classes": 0, "gantt": 0, "cdf": 1, "response": 0, "load": 1},
-                "xv6": {"response": 1, "throughput": 1, "classes": 0, "percentiles": 1,
-                        "gantt": 1, "load": 1}}
+                "xv6": {"makespan": 1, "response": 1, "throughput": 1, "classes": 0,
+                        "percentiles": 1, "gantt": 1, "load": 1}}
     assert legends == expected[study]
 
 

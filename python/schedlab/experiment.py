@@ -44,7 +44,14 @@ from schedlab.vocabulary import (
 from schedlab.worlds import WORLDS
 
 PLOTS = ("response", "percentiles", "throughput", "fairness", "share", "classes", "cdf",
-         "load", "load_series", "gantt", "balance")
+         "load", "load_series", "gantt", "balance", "makespan", "context_switches")
+# Drawn when a file asks for them: a batch's completion time, and the switches each world
+# counts its own way.
+ON_REQUEST_PLOTS = ("makespan", "context_switches")
+# Summary keys the "Worlds side by side" tables can compare (`[report] gap_metrics`).
+GAP_METRICS = ("response_mean", "response_p50", "response_p95", "response_p99", "wait_mean",
+               "slowdown_mean", "throughput", "makespan", "utilization", "context_switches",
+               "migrations")
 SECTIONS = ("experiment", "workload", "machine", "policy", "sweep", "report", "worlds",
             "quick")
 # Keys of [worlds.NAME] besides the world's [experiment] keys: how long a world runs.
@@ -133,7 +140,14 @@ class SweepFields(BaseModel):
 
 class ReportFields(Strict):
     plots: list[Literal[PLOTS]] = Field(  # type: ignore[valid-type]
-        list(PLOTS), description="plots to draw, in order: " + ", ".join(PLOTS))
+        [p for p in PLOTS if p not in ON_REQUEST_PLOTS],
+        description="plots to draw, in order: " + ", ".join(PLOTS) + "; default all but "
+        + " and ".join(ON_REQUEST_PLOTS))
+    gap_metrics: list[Literal[GAP_METRICS]] = Field(  # type: ignore[valid-type]
+        ["response_mean"], description="summary keys compared world against world in the "
+        "report's \"Worlds side by side\" tables, one table each, in order (default "
+        "response_mean): "
+        + ", ".join(GAP_METRICS))
     x: str | None = Field(None, description="sweep key on the x axis; default the first")
     x_label: str | None = Field(None, description="x-axis label; default the sweep key")
     log_x: bool = Field(False, description="logarithmic x axis")

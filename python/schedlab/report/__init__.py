@@ -15,9 +15,10 @@ from typing import Any
 import pandas as pd
 
 from schedlab.files import atomic_file
-from schedlab.report.plots import PLOTTERS, Context, Plot, plt, tag_figure
+from schedlab.report.plots import METRICS, PLOTTERS, Context, Plot, plt, tag_figure
 from schedlab.stats import t_interval
 from schedlab.store import load_results
+from schedlab.vocabulary import SUMMARY_UNITS
 from schedlab.worlds import SIMULATED
 
 __all__ = ["make_report", "report_context", "world_gap", "share_gap", "unprecise_runs"]
@@ -430,14 +431,29 @@ def _mean_ci(mean: float, hw: float, skipped: str | None) -> str:
     return _num(mean) + (f" ± {_num(hw, 3)}" if math.isfinite(hw) else "")
 
 
-def _gap_html(res: Any) -> str:
-    gap = world_gap(res)
-    if gap.empty:
+def _gap_html(res: Any, metrics: list[str]) -> str:
+    """The "Worlds side by side" section: a gap table per metric of `[report] gap_metrics`,
+    then the classes' CPU shares."""
+    parts = []
+    for metric in metrics:
+        parts.extend(_metric_gap_html(res, metric))
+    if not parts:
         return ""
+    parts.insert(0, '<h2 id="worlds">Worlds side by side</h2>')
+    parts.extend(_share_gap_html(res))
+    return "\n".join(parts)
+
+
+def _metric_gap_html(res: Any, metric: str) -> list[str]:
+    gap = world_gap(res, metric)
+    if gap.empty:
+        return []
     keys = res.sweep_keys
-    unit = res.time_unit  # of the response times (the experiment's unit: ms or tick)
-    parts = ['<h2 id="worlds">Worlds side by side</h2>',
-             "<p>Mean response time of the same sweep point and policy in each world, with "
+    name = METRICS.get(metric, (metric.replace("_", " "), ""))[0]
+    # The experiment's time unit (ms or tick) for times; a count or a ratio as it is.
+    unit = re.sub(r"\bms\b", res.time_unit, SUMMARY_UNITS.get(metric, "ratio"))
+    parts = [f'<p data-metric="{_e(metric)}">{_e(name[:1].upper() + name[1:])} of the same '
+             "sweep point and policy in each world, with "
              "the confidence interval of each (± half-width; one run has none), the "
              "difference to the reference world and whether the intervals overlap. Where a "
              "model replays a real world's runs (<code>[worlds.W] replay</code>), both ran on "
@@ -460,9 +476,15 @@ def _gap_html(res: Any) -> str:
             rows.append("<tr>" + "".join(f'<td class="l">{_e(_num(r[k]))}</td>' for k in keys)
                         + f'<td class="l">{_e(r["label"])}</td>'
                         + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-        parts.append(f'<table class="gap" data-world="{_e(world)}" data-reference="{_e(ref)}">'
+        parts.append(f'<table class="gap" data-metric="{_e(metric)}" data-world="{_e(world)}" '
+                     f'data-reference="{_e(ref)}">'
                      "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
                      + "".join(rows) + "</table>")
+    return parts
+
+
+def _share_gap_html(res: Any) -> list[str]:
+    parts: list[str] = []
     sg = share_gap(res)
     if not sg.empty:
         parts.append("<p>CPU share of each class over the contended interval (sum over its "
@@ -482,7 +504,7 @@ def _gap_html(res: Any) -> str:
             parts.append(f'<table class="share-gap" data-world="{_e(world)}"><tr>'
                          + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
                          + "".join(rows) + "</table>")
-    return "\n".join(parts)
+    return parts
 
 
 def _fmt_v(v: Any) -> str:
@@ -568,7 +590,7 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
     if precision:
         parts.append(precision)
     parts += ["<h2>Response time</h2>", _response_table(res)]
-    for extra in (_gap_html(res), _skipped_html(res)):
+    for extra in (_gap_html(res, cfg.gap_metrics), _skipped_html(res)):
         if extra:
             parts.append(extra)
     notes = [p.note for p in plots if p.note]

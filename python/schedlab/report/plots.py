@@ -66,6 +66,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "wait_mean": ("mean wait", "ms"),
     "slowdown_mean": ("mean slowdown", "ratio"),
     "throughput": ("throughput", "jobs/ms"),
+    "makespan": ("makespan", "ms"),
     "utilization": ("utilisation", "ratio"),
     "utilization_per_cpu": ("utilisation", "ratio"),
     "runnable_mean_per_cpu": ("runnable jobs", "jobs"),
@@ -652,6 +653,23 @@ def throughput(ctx: Context) -> Plot:
                    "measured interval.", "throughput")
 
 
+def makespan(ctx: Context) -> Plot:
+    return _single(ctx, "makespan", "Makespan", "The measured interval's length "
+                   "(measure_end − measure_start): from the first measured arrival to the "
+                   "last completion, or to the stop time. For a batch, the test's completion "
+                   "time: study 004's first fork to last exit.", "makespan")
+
+
+def context_switches(ctx: Context) -> Plot:
+    return _single(ctx, "context_switches", "Context switches", "Summed over the measured "
+                   "jobs of a run, as each world counts them: in the simulator the times a "
+                   "job was taken off its CPU unfinished and another job ran there, in the "
+                   "server the times a request resumed after another ran on its worker, in "
+                   "the os world the kernel's voluntary and involuntary switches of each "
+                   "process (getrusage). Compare worlds with that in mind.",
+                   "context_switches")
+
+
 def fairness(ctx: Context) -> Plot:
     metrics = [(m, t) for m, t in (("jain_slowdown", "Jain's index over slowdowns"),
                                    ("jain_share", "Jain's index over share / entitlement"))
@@ -1061,5 +1079,6 @@ def gantt(ctx: Context) -> Plot:
 PLOTTERS: dict[str, Callable[[Context], Plot]] = {
     "response": response, "percentiles": percentiles, "throughput": throughput,
     "fairness": fairness, "share": share, "classes": classes, "cdf": cdf, "load": load,
-    "load_series": load_series, "gantt": gantt, "balance": balance,
+    "load_series": load_series, "gantt": gantt, "balance": balance, "makespan": makespan,
+    "context_switches": context_switches,
 }
