@@ -20,7 +20,13 @@ import schedlab
 from conftest import ROOT
 from schedlab import experiment as ex
 from schedlab import worlds
-from schedlab.report import make_report, report_context, unprecise_runs, world_gap
+from schedlab.report import (
+    class_shares,
+    make_report,
+    report_context,
+    unprecise_runs,
+    world_gap,
+)
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -480,6 +486,41 @@ def test_makespan_and_switches_side_by_side_by_hand(tmp_path, monkeypatch):
     text = make_report(out2).read_text()
     assert re.findall(r'<table class="gap" data-metric="(\w+)"', text) == ["response_mean"]
     assert 'data-plot="makespan"' not in text and 'data-plot="context_switches"' not in text
+
+
+def test_class_shares_at_every_point_by_hand(tmp_path):
+    # Two always-runnable tasks with tickets 3 and 1 under stride: 75% and 25% of one CPU;
+    # on 2 CPUs each is capped at a CPU of its own, 50% and 50% (study 004's trap). The
+    # table has every sweep point; the share plot shows one.
+    d = {"experiment": {"name": "shares", "warmup": 0},
+         "workload": {"think": "det:0", "size": "det:10", "jobs": 200,
+                      "classes": [{"name": "gold", "tickets": 3, "clients": 1},
+                                  {"name": "lead", "tickets": 1, "clients": 1}]},
+         "policy": [{"name": "stride", "quantum": 1}],
+         "sweep": {"machine.cpus": [1, 2]},
+         "report": {"plots": ["share"]}}
+    out = tmp_path / "shares"
+    res = schedlab.run(d, out=out)
+    per = class_shares(res)["share"]
+    assert per[("sim", 0, "Stride quantum=1", "gold")] == pytest.approx(0.75, abs=1e-3)
+    assert per[("sim", 1, "Stride quantum=1", "lead")] == pytest.approx(0.50, abs=1e-3)
+    text = make_report(out).read_text()
+    table = re.search(r'<table class="class-shares">(.*?)</table>', text, re.S)[1]
+    rows = [[html_lib.unescape(re.sub("<[^>]+>", "", c)) for c in
+             re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", table)]
+    assert rows == [
+        ["machine.cpus", "policy", "world", "CPU share by class, % (entitled %)"],
+        ["1", "Stride quantum=1", "sim", "gold 75.0 (75.0) · lead 25.0 (25.0)"],
+        ["2", "Stride quantum=1", "sim", "gold 50.0 (50.0) · lead 50.0 (50.0)"]]
+    # Without the share plot the table is not drawn either; one class alone has no table.
+    d["report"] = {"plots": ["response"]}
+    schedlab.run(d, out=tmp_path / "no-share")
+    assert 'class="class-shares"' not in make_report(tmp_path / "no-share").read_text()
+    one = {**d, "workload": {"think": "det:0", "size": "det:10", "jobs": 20, "clients": 2},
+           "report": {"plots": ["share"]}}
+    schedlab.run(one, out=tmp_path / "one")
+    assert 'class="class-shares"' not in make_report(tmp_path / "one").read_text()
 
 
 @pytest.mark.real

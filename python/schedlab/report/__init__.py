@@ -21,7 +21,8 @@ from schedlab.store import load_results
 from schedlab.vocabulary import SUMMARY_UNITS
 from schedlab.worlds import SIMULATED
 
-__all__ = ["make_report", "report_context", "world_gap", "share_gap", "unprecise_runs"]
+__all__ = ["make_report", "report_context", "world_gap", "share_gap", "class_shares",
+           "unprecise_runs"]
 
 OPTIONAL_PLOTS = ("load_series", "balance")
 
@@ -393,19 +394,28 @@ def _paired_differences(res: Any, metric: str, ref: str,
     return {(int(p), str(lab)): g.tolist() for (p, lab), g in d.groupby(level=[0, 1])}
 
 
+def class_shares(res: Any) -> pd.DataFrame:
+    """CPU share of each task class over the contended interval (the sum over its tasks) and
+    its entitlement, per world, point and policy: the mean over replications. Indexed by
+    (world, point, label, class); empty without per-task shares."""
+    tasks = res.tasks
+    if tasks.empty or not {"share", "entitled", "class"} <= set(tasks.columns):
+        return pd.DataFrame(columns=["share", "entitled"])
+    tasks = tasks.assign(**{"class": tasks["class"].astype(str)})
+    per_run = tasks.groupby(["world", "point", "label", "replication", "class"], sort=False) \
+        .agg(share=("share", "sum"), entitled=("entitled", lambda x: x.sum(min_count=1)))
+    return per_run.groupby(level=["world", "point", "label", "class"], sort=False).mean()
+
+
 def share_gap(res: Any) -> pd.DataFrame:
     """CPU share of each task class in each world beside the reference world's, over the
     contended interval (mean over replications), with the entitlement."""
     worlds = _worlds(res)
-    tasks = res.tasks
     cols = ["world", "reference", "point", "label", "class", "ref_share", "share", "entitled",
             "diff"]
-    if len(worlds) < 2 or tasks.empty or not {"share", "class"} <= set(tasks.columns):
+    per = class_shares(res)
+    if len(worlds) < 2 or per.empty:
         return pd.DataFrame(columns=cols)
-    tasks = tasks.assign(**{"class": tasks["class"].astype(str)})
-    per_run = tasks.groupby(["world", "point", "label", "replication", "class"], sort=False) \
-        .agg(share=("share", "sum"), entitled=("entitled", lambda x: x.sum(min_count=1)))
-    per = per_run.groupby(level=["world", "point", "label", "class"], sort=False).mean()
     nclasses = per.groupby(level=["world", "point", "label"]).size()
     ref = _reference(worlds)
     rows = []
@@ -421,6 +431,39 @@ def share_gap(res: Any) -> pd.DataFrame:
                      "class": cls, "ref_share": float(a["share"]), "share": float(r["share"]),
                      "entitled": float(ent), "diff": float(r["share"] - a["share"])})
     return pd.DataFrame(rows, columns=cols)
+
+
+def _class_shares_html(res: Any) -> str:
+    """Each class's CPU share against its entitlement at every point, policy and world (the
+    `share` plot shows one point, task by task): where two classes or more share the CPUs."""
+    per = class_shares(res)
+    if per.empty:
+        return ""
+    per = per[per["share"].groupby(level=["world", "point", "label"]).transform("size") >= 2]
+    if per.empty:
+        return ""
+    points = res.manifest.get("points") or [{}]
+    keys = res.sweep_keys
+    rows = []
+    for (world, point, label), g in per.groupby(level=["world", "point", "label"], sort=False):
+        coords = points[int(point)] if int(point) < len(points) else {}
+        cells = " · ".join(
+            f"{_e(cls)} {100 * r['share']:.1f}"
+            + (f" ({100 * r['entitled']:.1f})" if math.isfinite(r["entitled"]) else "")
+            for (_, _, _, cls), r in g.iterrows())
+        rows.append("<tr>" + "".join(f'<td class="l">{_e(_num(coords.get(k)))}</td>'
+                                     for k in keys)
+                    + f'<td class="l">{_e(label)}</td><td class="l">{_e(world)}</td>'
+                    + f'<td class="l">{cells}</td></tr>')
+    head = [*keys, "policy", "world", "CPU share by class, % (entitled %)"]
+    return ('<h2 id="shares">CPU share by class</h2>'
+            "<p>The CPU time each class of tasks received over the contended interval (while "
+            "every task is present and keeps its behaviour), as a share of what all received, "
+            "summed over the class's tasks, mean over replications; in brackets the share it "
+            "is entitled to by its tickets or weights, a task capped at one CPU and entitled "
+            "to nothing while it sleeps.</p>"
+            '<table class="class-shares"><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
+            + "</tr>" + "".join(rows) + "</table>")
 
 
 def _mean_ci(mean: float, hw: float, skipped: str | None) -> str:
@@ -590,7 +633,8 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
     if precision:
         parts.append(precision)
     parts += ["<h2>Response time</h2>", _response_table(res)]
-    for extra in (_gap_html(res, cfg.gap_metrics), _skipped_html(res)):
+    shares = _class_shares_html(res) if "share" in cfg.plots else ""
+    for extra in (shares, _gap_html(res, cfg.gap_metrics), _skipped_html(res)):
         if extra:
             parts.append(extra)
     notes = [p.note for p in plots if p.note]
