@@ -95,6 +95,27 @@ def test_entitlement_is_water_filled_over_the_cpus():
         assert list(t["share"]) == pytest.approx(want, abs=0.01)
 
 
+def test_balance_reaches_the_capped_entitlement_of_study_004s_test_4():
+    # 50,50 / 10,10 / 1,1,1,1 tickets, always runnable, one global lottery with balance. By
+    # hand (a task runs on one CPU at a time): on 3 CPUs the 50s are capped at a CPU each
+    # (2/3), the others share one CPU by tickets (20/24 and 4/24 of 1/3); on 4 CPUs 1/2,
+    # 2/4 x 20/24, 2/4 x 4/24; on 5 CPUs the 10s are capped too: 2/5, 2/5, 1/5. Owing the 50s
+    # their uncapped share left every lag at its bound: 50.0/38.2/11.8 on 4 CPUs.
+    classes = [{"name": "A+B", "tickets": 50, "clients": 2},
+               {"name": "C+D", "tickets": 10, "clients": 2},
+               {"name": "E-H", "tickets": 1, "clients": 4}]
+    want = {3: (2 / 3, 1 / 3 * 20 / 24, 1 / 3 * 4 / 24), 4: (1 / 2, 1 / 2 * 20 / 24,
+                                                            1 / 2 * 4 / 24),
+            5: (2 / 5, 2 / 5, 1 / 5)}
+    for cpus, shares in want.items():
+        r = schedlab.simulate("lottery", quantum=1, balance=True, compensation=False,
+                              classes=classes, cpus=cpus, size="det:100", think="det:0",
+                              time=10_000.0)
+        by = r.tasks.groupby("class", sort=False)[["share", "entitled"]].sum()
+        assert list(by["entitled"]) == pytest.approx(shares, abs=1e-9), cpus
+        assert list(by["share"]) == pytest.approx(shares, abs=0.005), (cpus, by)
+
+
 def test_a_task_owned_slice_keeps_every_thread_entitled():
     # Seven closed-loop threads of 250 ms jobs on one CPU, RR with a 100 ms slice owned by the
     # thread: a thread whose next request starts at once keeps its CPU and stays runnable, so

@@ -90,8 +90,9 @@ impl Dispatcher {
         let n_pol = if per_cpu { cpus.len() } else { 1 };
         let mut policies = Vec::new();
         for i in 0..n_pol {
-            let p = schedlab_policy::build(&plan.policy, &checked.params, plan.seed + i as u64)
+            let mut p = schedlab_policy::build(&plan.policy, &checked.params, plan.seed + i as u64)
                 .map_err(|e| e.to_string())?;
+            p.serving_cpus(if per_cpu { 1 } else { cpus.len() });
             policies.push(p);
         }
         let n = pids.len();

@@ -194,6 +194,10 @@ pub trait Policy: Send {
     }
     /// Service the job received since it was last charged (vruntime, pass, MLFQ allotment).
     fn charge(&mut self, _job: &JobView, _ran: f64, _now: f64) {}
+    /// The CPUs that serve this runqueue (1 for a per-CPU runqueue), told once before the
+    /// first job: a job runs on one of them at a time, which a policy that accounts shares
+    /// must know (lottery's `balance` caps a job's share at one CPU).
+    fn serving_cpus(&mut self, _cpus: usize) {}
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
         self.len() == 0

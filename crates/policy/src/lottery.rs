@@ -5,10 +5,14 @@
 //! On several CPUs sharing one queue, plain draws are biased: a job already running cannot be
 //! drawn again, so the holders of many tickets get less than their share (30/20/10 on two
 //! CPUs gives about 42/37/21 instead of 50/33/17). With `balance`, each draw weighs a job's
-//! tickets by exp(lag / quantum), where lag is the service the job is owed (its tickets' share
+//! tickets by exp(lag / quantum), where lag is the service the job is owed (its entitled share
 //! of all service given since it became runnable, minus what it received), bounded to a few
-//! quanta. Jobs behind are favoured until they catch up, so every job converges to its ticket
-//! share, and a job entitled to more than one CPU runs whenever it can (water-filling).
+//! quanta. Jobs behind are favoured until they catch up, so every job converges to its
+//! entitlement. The entitled share is water-filled over the CPUs serving the queue
+//! (`serving_cpus`): a job runs on one CPU at a time, so one whose tickets would buy more is
+//! entitled to one CPU, and the others share the rest by tickets. (Owing a capped job its
+//! uncapped share would leave every lag at its bound: 50,50/10,10/1,1,1,1 on 4 CPUs then gave
+//! 50/38/12 instead of the entitled 50/42/8.)
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -42,7 +46,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             kind: ParamKind::Bool,
             unit: Unit::Bool,
             default: ParamDefault::Bool(false),
-            help: "favour jobs behind their ticket share (exact shares on several CPUs)",
+            help: "favour jobs behind their entitlement (tickets, one CPU at most): exact \
+                   shares on several CPUs",
         },
     ],
     build,
@@ -52,28 +57,41 @@ pub static INFO: PolicyInfo = PolicyInfo {
 const LAG_QUANTA: f64 = 6.0;
 
 fn build(p: &Params, seed: u64) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(Box::new(Lottery {
-        quantum: p.number("quantum"),
-        compensation: p.flag("compensation"),
-        balance: p.flag("balance"),
-        rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-        held: Vec::new(),
-        bonus: Vec::new(),
-        tree: Vec::new(),
-        n: 0,
-        per_ticket: 0.0,
-        runnable_tickets: 0.0,
-        owed: Vec::new(),
-    }))
+    Ok(Box::new(Lottery::new(p, seed)))
 }
 
-/// What `balance` keeps per job: the service per ticket at which it joined (shifted to bound
-/// its lag), and the service it received since.
+impl Lottery {
+    fn new(p: &Params, seed: u64) -> Lottery {
+        Lottery {
+            quantum: p.number("quantum"),
+            compensation: p.flag("compensation"),
+            balance: p.flag("balance"),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            held: Vec::new(),
+            bonus: Vec::new(),
+            tree: Vec::new(),
+            n: 0,
+            per_ticket: 0.0,
+            per_capped: 0.0,
+            runnable_tickets: 0.0,
+            runnable: 0,
+            cpus: f64::INFINITY,
+            capped: 0,
+            uncapped_tickets: 0.0,
+            owed: Vec::new(),
+        }
+    }
+}
+
+/// What `balance` keeps per job: the reading of its clock (`per_ticket`, or `per_capped`
+/// while it is capped at one CPU) at which it joined, shifted to bound its lag and when it
+/// changes clocks; and the service it received since.
 #[derive(Clone, Copy, Default)]
 struct Owed {
     tickets: f64,
     joined: f64,
     received: f64,
+    capped: bool,
 }
 
 pub struct Lottery {
@@ -88,10 +106,18 @@ pub struct Lottery {
     tree: Vec<f64>,
     n: usize,
     balance: bool,
-    /// Service given per ticket of the runnable jobs, summed over the run.
+    /// Service an uncapped runnable job is entitled to per ticket, summed over the run.
     per_ticket: f64,
-    /// Tickets of the jobs queued or running.
+    /// Service a job capped at one CPU is entitled to, summed over the run.
+    per_capped: f64,
+    /// Tickets of the jobs queued or running, and how many they are.
     runnable_tickets: f64,
+    runnable: usize,
+    /// CPUs serving this queue (infinite until told: no cap).
+    cpus: f64,
+    /// Runnable jobs capped at one CPU, and the tickets of the others.
+    capped: usize,
+    uncapped_tickets: f64,
     owed: Vec<Owed>,
 }
 
@@ -145,21 +171,93 @@ impl Lottery {
 }
 
 impl Lottery {
+    /// The service job `i` is entitled to since it joined (by its clock's reading).
+    fn entitled(&self, i: usize) -> f64 {
+        let o = &self.owed[i];
+        if o.capped {
+            self.per_capped - o.joined
+        } else {
+            o.tickets * (self.per_ticket - o.joined)
+        }
+    }
+
+    /// Sets job `i`'s joining point so that it is entitled to `e` on its clock.
+    fn set_entitled(&mut self, i: usize, e: f64) {
+        let (per_ticket, per_capped) = (self.per_ticket, self.per_capped);
+        let o = &mut self.owed[i];
+        o.joined = if o.capped {
+            per_capped - e
+        } else {
+            per_ticket - e / o.tickets
+        };
+    }
+
     /// The job's lag, bounded to ±LAG_QUANTA quanta (the bound moves its joining point).
     fn lag(&mut self, i: usize) -> f64 {
         let cap = LAG_QUANTA * self.quantum;
-        let o = &mut self.owed[i];
-        let lag = o.tickets * (self.per_ticket - o.joined) - o.received;
+        let received = self.owed[i].received;
+        let lag = self.entitled(i) - received;
         let bounded = lag.clamp(-cap, cap);
         if bounded != lag {
-            o.joined = self.per_ticket - (o.received + bounded) / o.tickets;
+            self.set_entitled(i, received + bounded);
         }
         bounded
     }
 
+    /// Water-fills the CPUs over the runnable jobs: the largest ticket holders, while their
+    /// tickets would buy more than one CPU, are capped at one; the others share the rest by
+    /// tickets. A job that changes clocks keeps what it is entitled to so far.
+    fn refill(&mut self) {
+        let slots: Vec<usize> = (0..self.owed.len())
+            .filter(|&i| self.owed[i].tickets > 0.0)
+            .collect();
+        let share_cpus = self.cpus.min(slots.len() as f64);
+        let mut by_tickets = slots.clone();
+        by_tickets.sort_by(|&a, &b| self.owed[b].tickets.total_cmp(&self.owed[a].tickets));
+        let mut rest = self.runnable_tickets;
+        let mut capped = 0;
+        for &i in &by_tickets {
+            let t = self.owed[i].tickets;
+            // Its tickets' part of the CPUs not yet taken by capped jobs.
+            if rest > 0.0 && t * (share_cpus - capped as f64) / rest > 1.0 {
+                capped += 1;
+                rest -= t;
+            } else {
+                break;
+            }
+        }
+        let cap_set = &by_tickets[..capped];
+        for &i in &slots {
+            let now_capped = cap_set.contains(&i);
+            if self.owed[i].capped != now_capped {
+                let e = self.entitled(i);
+                self.owed[i].capped = now_capped;
+                self.set_entitled(i, e);
+            }
+        }
+        self.capped = capped;
+        self.uncapped_tickets = rest;
+    }
+
     /// A draw weighted by tickets × compensation × exp(lag / quantum): a linear pass over the
-    /// queued jobs, since every weight changes as service is given.
+    /// queued jobs, since every weight changes as service is given. A queued job capped at
+    /// one CPU is entitled to run whenever a CPU is free: it goes first, without a draw (the
+    /// most owed of them), so that it does not start every job of a closed loop behind.
     fn draw_balanced(&mut self) -> usize {
+        if self.capped > 0 {
+            let mut first: Option<(usize, f64)> = None;
+            for i in 0..self.held.len() {
+                if self.held[i] > 0.0 && self.owed.get(i).is_some_and(|o| o.capped) {
+                    let lag = self.lag(i);
+                    if first.is_none_or(|(_, best)| lag > best) {
+                        first = Some((i, lag));
+                    }
+                }
+            }
+            if let Some((i, _)) = first {
+                return i;
+            }
+        }
         let mut weights = Vec::with_capacity(self.n);
         let mut total = 0.0;
         for i in 0..self.held.len() {
@@ -183,19 +281,39 @@ impl Lottery {
         if i >= self.owed.len() {
             self.owed.resize(i + 1, Owed::default());
         }
+        let left = self.owed[i].tickets == 0.0;
         self.owed[i] = Owed {
             tickets,
             joined: self.per_ticket,
             received: 0.0,
+            capped: false,
         };
         self.runnable_tickets += tickets;
+        self.runnable += usize::from(left);
+        self.caps_may_change();
     }
 
     fn leave(&mut self, i: usize) {
         if let Some(o) = self.owed.get_mut(i) {
+            if o.tickets > 0.0 {
+                self.runnable -= 1;
+            }
             self.runnable_tickets = (self.runnable_tickets - o.tickets).max(0.0);
             // Left: a second leave (a world that reports twice) takes nothing more.
             o.tickets = 0.0;
+            self.caps_may_change();
+        }
+    }
+
+    /// The runnable set changed: caps are looked at again when the CPUs are known and more
+    /// than one (on one CPU no job's tickets buy more than it), with two jobs or more (or
+    /// caps to undo).
+    fn caps_may_change(&mut self) {
+        if self.cpus.is_finite() && self.cpus > 1.0 && (self.capped > 0 || self.runnable > 1) {
+            self.refill();
+        } else {
+            self.capped = 0;
+            self.uncapped_tickets = self.runnable_tickets;
         }
     }
 }
@@ -265,7 +383,19 @@ impl Policy for Lottery {
             self.bonus[job.id.index()] = self.quantum / ran;
         }
         if self.balance && self.runnable_tickets > 0.0 {
-            self.per_ticket += ran / self.runnable_tickets;
+            if self.capped == 0 {
+                self.per_ticket += ran / self.runnable_tickets;
+            } else {
+                // Of `ran`, a capped job is entitled to 1/C (C = CPUs in use), an uncapped
+                // one to its tickets' part of what the capped leave: (C - k) / C.
+                let share_cpus = self.cpus.min(self.runnable as f64);
+                let k = self.capped as f64;
+                self.per_capped += ran / share_cpus;
+                if self.uncapped_tickets > 0.0 {
+                    self.per_ticket +=
+                        ran * (share_cpus - k) / (share_cpus * self.uncapped_tickets);
+                }
+            }
             self.owed[job.id.index()].received += ran;
         }
     }
@@ -274,6 +404,9 @@ impl Policy for Lottery {
     }
     fn entitlement(&self, job: &JobView) -> f64 {
         job.tickets
+    }
+    fn serving_cpus(&mut self, cpus: usize) {
+        self.cpus = cpus as f64;
     }
 }
 
@@ -310,6 +443,36 @@ mod tests {
         for (w, share) in wins.iter().zip([0.5, 1.0 / 3.0, 1.0 / 6.0]) {
             let got = *w as f64 / draws as f64;
             assert!((got - share).abs() < 0.008, "{got} vs {share}");
+        }
+    }
+
+    #[test]
+    fn balance_caps_at_one_cpu_the_jobs_whose_tickets_would_buy_more() {
+        // Study 004's test 4: 50, 50, 10, 10, 1, 1, 1, 1 tickets. On 4 CPUs the two 50s would
+        // buy 4 x 50/124 = 1.6 CPUs each: capped at one, the other six share 2 CPUs by their
+        // 24 tickets (10 x 2/24 = 0.83 each: no cap). On 5 CPUs the 10s are capped too
+        // (10 x 3/24 = 1.25), and the four 1s share the last CPU. On 2 CPUs nothing is
+        // capped (50 x 2/124 = 0.81), and on one CPU nothing can be.
+        let tickets = [50.0, 50.0, 10.0, 10.0, 1.0, 1.0, 1.0, 1.0];
+        for (cpus, capped, rest) in [(4, 2, 24.0), (5, 4, 4.0), (2, 0, 124.0), (1, 0, 124.0)] {
+            let params = Params::new().with("balance", ParamValue::Bool(true));
+            let mut p = Lottery::new(&params.with_defaults(INFO.params), 3);
+            p.serving_cpus(cpus);
+            for (i, t) in tickets.iter().enumerate() {
+                let mut j = JobView::new(JobId(i as u32), 0.0, 1e9);
+                j.tickets = *t;
+                p.enqueue(&j, 0.0, Enqueue::Arrival);
+            }
+            assert_eq!(
+                (p.capped, p.uncapped_tickets),
+                (capped, rest),
+                "{cpus} CPUs"
+            );
+            // A capped job goes first: the next picks are the capped ones, most owed first.
+            for _ in 0..capped {
+                let id = p.pick_next(0.0).unwrap();
+                assert!(tickets[id.index()] >= 10.0 && p.owed[id.index()].capped);
+            }
         }
     }
 

@@ -226,7 +226,9 @@ impl Server {
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(system)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(system)?);
-        let policy = schedlab_policy::build(&cfg.policy, &cfg.params, cfg.seed)?;
+        let mut policy = schedlab_policy::build(&cfg.policy, &cfg.params, cfg.seed)?;
+        // The workers share one queue: a request is served by one worker at a time.
+        policy.serving_cpus(cfg.workers);
         let queue = Queue::new(policy, cfg.buffer, cfg.workers);
         let (lot, lot_poll) = Lot::new().map_err(system)?;
         let stats = Stats {

@@ -356,6 +356,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
     for r in 0..nrq {
         let seed = policy_seed(cfg.seed, r);
         let mut policy = schedlab_policy::build(&cfg.policy, &cfg.params, seed)?;
+        policy.serving_cpus(if per_cpu { 1 } else { m.cpus });
         let fluid = policy.service() == Service::Fluid;
         if fluid {
             let share_cpus = if per_cpu { 1 } else { m.cpus };
