@@ -78,6 +78,8 @@ impl Lottery {
             cpus: f64::INFINITY,
             capped: 0,
             uncapped_tickets: 0.0,
+            most: 0.0,
+            most_n: 0,
             owed: Vec::new(),
         }
     }
@@ -118,6 +120,9 @@ pub struct Lottery {
     /// Runnable jobs capped at one CPU, and the tickets of the others.
     capped: usize,
     uncapped_tickets: f64,
+    /// The most tickets a runnable job holds, and how many hold them (a cap needs them).
+    most: f64,
+    most_n: usize,
     owed: Vec<Owed>,
 }
 
@@ -193,46 +198,60 @@ impl Lottery {
     }
 
     /// The job's lag, bounded to ±LAG_QUANTA quanta (the bound moves its joining point).
+    #[inline]
     fn lag(&mut self, i: usize) -> f64 {
         let cap = LAG_QUANTA * self.quantum;
-        let received = self.owed[i].received;
-        let lag = self.entitled(i) - received;
+        let (per_ticket, per_capped) = (self.per_ticket, self.per_capped);
+        let o = &mut self.owed[i];
+        let lag = if o.capped {
+            per_capped - o.joined
+        } else {
+            o.tickets * (per_ticket - o.joined)
+        } - o.received;
         let bounded = lag.clamp(-cap, cap);
         if bounded != lag {
-            self.set_entitled(i, received + bounded);
+            let e = o.received + bounded;
+            o.joined = if o.capped {
+                per_capped - e
+            } else {
+                per_ticket - e / o.tickets
+            };
         }
         bounded
     }
 
-    /// Water-fills the CPUs over the runnable jobs: the largest ticket holders, while their
-    /// tickets would buy more than one CPU, are capped at one; the others share the rest by
-    /// tickets. A job that changes clocks keeps what it is entitled to so far.
+    /// Water-fills the CPUs over the runnable jobs: a job whose tickets would buy more than
+    /// one CPU of those the capped jobs leave is capped at one; the others share the rest by
+    /// tickets. Capping raises what a ticket buys, so the capped set only grows until it
+    /// holds (a pass per round, usually one or two, without allocating). A job that changes
+    /// clocks keeps what it is entitled to so far.
     fn refill(&mut self) {
-        let slots: Vec<usize> = (0..self.owed.len())
-            .filter(|&i| self.owed[i].tickets > 0.0)
-            .collect();
-        let share_cpus = self.cpus.min(slots.len() as f64);
-        let mut by_tickets = slots.clone();
-        by_tickets.sort_by(|&a, &b| self.owed[b].tickets.total_cmp(&self.owed[a].tickets));
-        let mut rest = self.runnable_tickets;
-        let mut capped = 0;
-        for &i in &by_tickets {
-            let t = self.owed[i].tickets;
-            // Its tickets' part of the CPUs not yet taken by capped jobs.
-            if rest > 0.0 && t * (share_cpus - capped as f64) / rest > 1.0 {
-                capped += 1;
-                rest -= t;
-            } else {
+        let share_cpus = self.cpus.min(self.runnable as f64);
+        let (mut capped, mut rest) = (0usize, self.runnable_tickets);
+        loop {
+            // A ticket buys (C - k) / rest CPUs: who is above one CPU at that price?
+            let (mut k, mut r) = (0usize, self.runnable_tickets);
+            for o in self.owed.iter().filter(|o| o.tickets > 0.0) {
+                if rest > 0.0 && o.tickets * (share_cpus - capped as f64) > rest {
+                    k += 1;
+                    r -= o.tickets;
+                }
+            }
+            if k == capped {
                 break;
             }
+            (capped, rest) = (k, r);
         }
-        let cap_set = &by_tickets[..capped];
-        for &i in &slots {
-            let now_capped = cap_set.contains(&i);
-            if self.owed[i].capped != now_capped {
-                let e = self.entitled(i);
-                self.owed[i].capped = now_capped;
-                self.set_entitled(i, e);
+        if capped > 0 || self.capped > 0 {
+            let price = (share_cpus - capped as f64, rest);
+            for i in 0..self.owed.len() {
+                let o = self.owed[i];
+                let now_capped = o.tickets > 0.0 && price.1 > 0.0 && o.tickets * price.0 > price.1;
+                if o.tickets > 0.0 && o.capped != now_capped {
+                    let e = self.entitled(i);
+                    self.owed[i].capped = now_capped;
+                    self.set_entitled(i, e);
+                }
             }
         }
         self.capped = capped;
@@ -290,26 +309,42 @@ impl Lottery {
         };
         self.runnable_tickets += tickets;
         self.runnable += usize::from(left);
+        if tickets > self.most {
+            (self.most, self.most_n) = (tickets, 1);
+        } else if tickets == self.most {
+            self.most_n += 1;
+        }
         self.caps_may_change();
     }
 
     fn leave(&mut self, i: usize) {
         if let Some(o) = self.owed.get_mut(i) {
-            if o.tickets > 0.0 {
+            let tickets = o.tickets;
+            if tickets > 0.0 {
                 self.runnable -= 1;
             }
-            self.runnable_tickets = (self.runnable_tickets - o.tickets).max(0.0);
+            self.runnable_tickets = (self.runnable_tickets - tickets).max(0.0);
             // Left: a second leave (a world that reports twice) takes nothing more.
             o.tickets = 0.0;
+            if tickets > 0.0 && tickets == self.most {
+                self.most_n -= 1;
+                if self.most_n == 0 {
+                    self.most = self.owed.iter().map(|o| o.tickets).fold(0.0, f64::max);
+                    self.most_n = self.owed.iter().filter(|o| o.tickets == self.most).count();
+                }
+            }
             self.caps_may_change();
         }
     }
 
     /// The runnable set changed: caps are looked at again when the CPUs are known and more
-    /// than one (on one CPU no job's tickets buy more than it), with two jobs or more (or
-    /// caps to undo).
+    /// than one (on one CPU no job's tickets buy more than it) and the largest holder's
+    /// tickets would buy more than one, or when there are caps to undo.
     fn caps_may_change(&mut self) {
-        if self.cpus.is_finite() && self.cpus > 1.0 && (self.capped > 0 || self.runnable > 1) {
+        // Without caps so far, none binds while the largest holder buys at most one CPU.
+        let none_bind = self.capped == 0
+            && self.most * self.cpus.min(self.runnable as f64) <= self.runnable_tickets;
+        if self.capped > 0 || (self.cpus.is_finite() && self.cpus > 1.0 && !none_bind) {
             self.refill();
         } else {
             self.capped = 0;
