@@ -237,7 +237,8 @@ impl Lottery {
                     r -= o.tickets;
                 }
             }
-            if k == capped {
+            // The set only grows (in exact arithmetic): stop when it does not.
+            if k <= capped {
                 break;
             }
             (capped, rest) = (k, r);
