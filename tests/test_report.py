@@ -477,6 +477,15 @@ def test_makespan_and_switches_side_by_side_by_hand(tmp_path, monkeypatch):
     assert switches[0][1] == "sim: mean ± CI (count)"
     assert switches[1][:5] == ["RR quantum=1", "40", "40", "0", "+0.0%"]
     assert switches[2][:5] == ["FCFS", "0", "0", "0", "–"]  # no relative gap from zero
+    # Each table's relative gaps in a sentence (the zero-from-zero row has none).
+    summaries = [html_lib.unescape(m) for m in re.findall(
+        r'<p class="gap-summary" data-metric="\w+" data-world="server" '
+        r'data-reference="sim">(.*?)</p>', text)]
+    assert summaries == [
+        "|server − sim| / sim: median 3.0%, largest 5.0% (RR quantum=1); within 5%: 2 of 2, "
+        "within 10%: 2 of 2.",
+        "|server − sim| / sim: median 0.0%, largest 0.0% (RR quantum=1); within 5%: 1 of 1, "
+        "within 10%: 1 of 1."]
     for name in ("makespan", "context_switches"):
         assert f'<figure class="figure" data-plot="{name}">' in text
     # The default report compares the mean response alone, and draws neither plot.

@@ -523,7 +523,27 @@ def _metric_gap_html(res: Any, metric: str) -> list[str]:
                      f'data-reference="{_e(ref)}">'
                      "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
                      + "".join(rows) + "</table>")
+        summary = _gap_summary(g, keys, ref, world)
+        if summary:
+            parts.append(f'<p class="gap-summary" data-metric="{_e(metric)}" '
+                         f'data-world="{_e(world)}" data-reference="{_e(ref)}">'
+                         f"{_e(summary)}</p>")
     return parts
+
+
+def _gap_summary(g: pd.DataFrame, keys: list[str], ref: str, world: str) -> str:
+    """The relative gaps of one table in a sentence: median, largest (where), and how many
+    rows lie within 5% and 10% ("" when no row has one)."""
+    rel = g["rel_diff"].astype(float)
+    ok = rel[rel.map(math.isfinite)].abs()
+    if ok.empty:
+        return ""
+    worst = g.loc[ok.idxmax()]
+    where = ", ".join([*(f"{k} = {_num(worst[k])}" for k in keys), str(worst["label"])])
+    n = len(ok)
+    return (f"|{world} − {ref}| / {ref}: median {100 * ok.median():.1f}%, largest "
+            f"{100 * ok.max():.1f}% ({where}); within 5%: {int((ok <= 0.05).sum())} of {n}, "
+            f"within 10%: {int((ok <= 0.10).sum())} of {n}.")
 
 
 def _share_gap_html(res: Any) -> list[str]:
