@@ -177,6 +177,7 @@ impl Lottery {
 
 impl Lottery {
     /// The service job `i` is entitled to since it joined (by its clock's reading).
+    #[inline]
     fn entitled(&self, i: usize) -> f64 {
         let o = &self.owed[i];
         if o.capped {
@@ -187,6 +188,7 @@ impl Lottery {
     }
 
     /// Sets job `i`'s joining point so that it is entitled to `e` on its clock.
+    #[inline]
     fn set_entitled(&mut self, i: usize, e: f64) {
         let (per_ticket, per_capped) = (self.per_ticket, self.per_capped);
         let o = &mut self.owed[i];
@@ -201,21 +203,11 @@ impl Lottery {
     #[inline]
     fn lag(&mut self, i: usize) -> f64 {
         let cap = LAG_QUANTA * self.quantum;
-        let (per_ticket, per_capped) = (self.per_ticket, self.per_capped);
-        let o = &mut self.owed[i];
-        let lag = if o.capped {
-            per_capped - o.joined
-        } else {
-            o.tickets * (per_ticket - o.joined)
-        } - o.received;
+        let received = self.owed[i].received;
+        let lag = self.entitled(i) - received;
         let bounded = lag.clamp(-cap, cap);
         if bounded != lag {
-            let e = o.received + bounded;
-            o.joined = if o.capped {
-                per_capped - e
-            } else {
-                per_ticket - e / o.tickets
-            };
+            self.set_entitled(i, received + bounded);
         }
         bounded
     }
