@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -53,6 +54,27 @@ def write_trace(tmp_path):
         return str(path)
 
     return write
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    """`schedlab run FILE --quick`, once per file for the whole session: the test of every
+    file (test_experiments.py) and the tests that read one file's results (its own
+    assertions, the report's) share a run instead of each paying for its real worlds."""
+    done: dict[Path, Path] = {}
+
+    def get(path: Path) -> Path:
+        path = Path(path)
+        if path not in done:
+            out = tmp_path_factory.mktemp(path.parent.name) / path.stem
+            r = subprocess.run([SCHEDLAB, "run", str(path), "--quick", "--out", str(out)],
+                               capture_output=True, text=True, timeout=300, env=cli_env())
+            assert r.returncode == 0, r.stderr
+            assert r.stdout.strip() == str(out)
+            done[path] = out
+        return done[path]
+
+    return get
 
 
 def cli_env() -> dict[str, str]:

@@ -67,23 +67,6 @@ def test_every_study_has_an_experiment_and_a_readme():
         assert "schedlab run" in readme and "studies/" in readme, folder
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    """`schedlab run FILE --quick`, once per file for the whole module."""
-    done: dict[Path, Path] = {}
-
-    def get(path: Path) -> Path:
-        if path not in done:
-            out = tmp_path_factory.mktemp(path.parent.name) / path.stem
-            r = schedlab_cli("run", str(path), "--quick", "--out", str(out))
-            assert r.returncode == 0, r.stderr
-            assert r.stdout.strip() == str(out)
-            done[path] = out
-        return done[path]
-
-    return get
-
-
 @pytest.mark.parametrize("path", EXPERIMENT_PARAMS)
 def test_experiment_runs_quick_and_reports(path, quick_run):
     out = quick_run(path)

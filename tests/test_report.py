@@ -533,9 +533,8 @@ def test_class_shares_at_every_point_by_hand(tmp_path):
 
 
 @pytest.mark.real
-def test_report_cli_on_a_study(tmp_path):
-    out = tmp_path / "convoy"
-    schedlab.run(ROOT / "experiments" / "convoy" / "experiment.toml", out=out, quick=True)
+def test_report_cli_on_a_study(tmp_path, quick_run):
+    out = quick_run(ROOT / "experiments" / "convoy" / "experiment.toml")
     r = subprocess.run([str(ROOT / ".venv" / "bin" / "schedlab"), "report", str(out), "--html",
                         str(tmp_path / "c.html")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -63,7 +63,7 @@ pub fn parse(buf: &[u8], max_header: usize) -> Parsed {
             };
         }
         Err(httparse::Error::TooManyHeaders) => return Parsed::Error(431),
-        Err(httparse::Error::Version) => return Parsed::Error(505),
+        Err(httparse::Error::Version) => return Parsed::Error(version_status(buf)),
         Err(_) => return Parsed::Error(400),
     };
     if len > max_header {
@@ -100,9 +100,12 @@ pub fn parse(buf: &[u8], max_header: usize) -> Parsed {
                 .ok()
                 .map(|s| s.trim().to_string());
         } else if name.eq_ignore_ascii_case(ID_HEADER) {
+            // Up to 2^63 - 1, what the log's signed column holds (-1 there: no id); a larger
+            // or non-numeric value is no id.
             request_id = std::str::from_utf8(h.value)
                 .ok()
-                .and_then(|s| s.trim().parse().ok());
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .filter(|&i| i <= i64::MAX as u64);
         }
     }
     // RFC 9112 3.2: a 1.1 request without exactly one Host field gets 400.
@@ -118,6 +121,21 @@ pub fn parse(buf: &[u8], max_header: usize) -> Parsed {
         request_id,
         len,
     })
+}
+
+/// A request line httparse refused for its version: 505 when the version is well formed
+/// (`HTTP/2.0`), 400 when the line is not (`GET /a b HTTP/1.1`, `http/1.1`, `FOO/1.1`).
+fn version_status(buf: &[u8]) -> u16 {
+    let line = buf.split(|b| *b == b'\n').next().unwrap_or(b"");
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match line.split(|b| *b == b' ').collect::<Vec<_>>()[..] {
+        [_, _, [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            505
+        }
+        _ => 400,
+    }
 }
 
 pub fn reason(status: u16) -> &'static str {
@@ -170,8 +188,9 @@ pub fn write_head(out: &mut Vec<u8>, status: u16, len: u64, ctype: &str, keep_al
     out.extend_from_slice(b"\r\n");
 }
 
-/// A whole error response with a one-line text body.
-pub fn error_response(status: u16, keep_alive: bool) -> Vec<u8> {
+/// A whole error response with a one-line text body; `head_only` (a HEAD request): the head
+/// alone, with the length the body would have (RFC 9110 9.3.2).
+pub fn error_response(status: u16, keep_alive: bool, head_only: bool) -> Vec<u8> {
     let body = format!("{status} {}\n", reason(status));
     let mut out = Vec::with_capacity(200);
     write_head(
@@ -181,7 +200,9 @@ pub fn error_response(status: u16, keep_alive: bool) -> Vec<u8> {
         "text/plain; charset=utf-8",
         keep_alive,
     );
-    out.extend_from_slice(body.as_bytes());
+    if !head_only {
+        out.extend_from_slice(body.as_bytes());
+    }
     out
 }
 
@@ -223,6 +244,17 @@ mod tests {
         assert_eq!(r.target, "/a.txt");
         assert!(r.keep_alive);
         assert_eq!(r.request_id, Some(42));
+        let id = |v: &str| {
+            ok(&format!(
+                "GET / HTTP/1.1\r\nHost: x\r\nX-Request-Id: {v}\r\n\r\n"
+            ))
+            .request_id
+        };
+        assert_eq!(id("9223372036854775807"), Some(i64::MAX as u64));
+        // Past what the log's signed column holds, or not a number: no id, never a negative one.
+        assert_eq!(id("9223372036854775808"), None);
+        assert_eq!(id("18446744073709551615"), None);
+        assert_eq!(id("abc"), None);
         assert_eq!(r.class.as_deref(), Some("vip"));
         assert_eq!(r.len, 73);
         assert!(!ok("GET / HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n").keep_alive);
@@ -241,6 +273,12 @@ mod tests {
             (b"GET / HTTP/1.1\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
             (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505),
+            (b"GET / HTTP/1.2\r\nHost: a\r\n\r\n", 505),
+            // Not a version at all: a malformed line, not an unsupported version.
+            (b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET /a http/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET /a FOO/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET /a HTTP/11\r\nHost: a\r\n\r\n", 400),
             (b"POST / HTTP/1.1\r\nHost: a\r\n\r\n", 405),
             (
                 b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n",
@@ -268,7 +306,7 @@ mod tests {
 
     #[test]
     fn heads_are_well_formed() {
-        let r = error_response(404, true);
+        let r = error_response(404, true, false);
         let mut headers = [httparse::EMPTY_HEADER; 16];
         let mut resp = httparse::Response::new(&mut headers);
         let n = match resp.parse(&r).unwrap() {
@@ -288,6 +326,11 @@ mod tests {
             })
             .unwrap();
         assert_eq!(len, r.len() - n);
+        // A HEAD's error: the same head, no body (the next response on the connection would
+        // otherwise start inside it).
+        let head = error_response(404, true, true);
+        assert_eq!(head.len(), n);
+        assert_eq!(&head[..], &r[..n]);
         assert_eq!(content_type(b"a/b.HTML"), "text/html; charset=utf-8");
         assert_eq!(content_type(b"noext"), "application/octet-stream");
     }

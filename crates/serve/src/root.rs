@@ -3,7 +3,9 @@
 //! Two layers. `decode_target` turns the request target into a relative path: it accepts the
 //! origin form (`/a/b`) and the absolute form (`http://host/a/b`), cuts the query, decodes
 //! percent escapes once, refuses NUL bytes (400) and any `..` segment (403), and drops empty
-//! and `.` segments, so `//etc/passwd` means `etc/passwd` under the root. `Root::open` then opens
+//! and `.` segments, so `//etc/passwd` means `etc/passwd` under the root; a trailing `/` is
+//! kept, so that `/a.txt/` names a directory and finds none (404), as `open(2)` has it.
+//! `Root::open` then opens
 //! that path with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` relative to the root's
 //! directory descriptor: the kernel refuses any resolution that leaves the root, whether by a
 //! symlink (absolute or relative), a `..` smuggled through a symlink, or a magic link, and there
@@ -74,6 +76,9 @@ pub fn decode_target(target: &str) -> Result<Vec<u8>, Denied> {
             }
         }
     }
+    if !out.is_empty() && decoded.ends_with(b"/") {
+        out.push(b'/');
+    }
     Ok(out)
 }
 
@@ -123,7 +128,7 @@ impl Root {
             return Ok((file, meta.len(), rel == INDEX));
         }
         if meta.is_dir() && rel != INDEX {
-            let mut index = rel.to_vec();
+            let mut index = rel.strip_suffix(b"/").unwrap_or(rel).to_vec();
             index.extend_from_slice(b"/index.html");
             let file = self.open_beneath(&index).map_err(|_| Denied::Forbidden)?;
             let meta = file.metadata().map_err(|_| Denied::NotFound)?;
@@ -207,6 +212,9 @@ mod tests {
         assert_eq!(decode_target("//etc/passwd").unwrap(), b"etc/passwd");
         assert_eq!(decode_target("/./a/./b").unwrap(), b"a/b");
         assert_eq!(decode_target("/").unwrap(), b"");
+        assert_eq!(decode_target("/sub/").unwrap(), b"sub/");
+        assert_eq!(decode_target("/a.txt/?x").unwrap(), b"a.txt/");
+        assert_eq!(decode_target("/a//").unwrap(), b"a/");
         assert_eq!(decode_target("http://h:1/x/y").unwrap(), b"x/y");
         assert_eq!(decode_target("HTTP://h").unwrap(), b"");
         assert_eq!(decode_target("/../etc/passwd"), Err(Denied::Forbidden));
@@ -242,6 +250,9 @@ mod tests {
         assert_eq!(r.open(b"a.txt").unwrap().1, 5);
         assert_eq!(r.open(b"inside").unwrap().1, 5);
         assert_eq!(r.open(b"sub").unwrap().1, 3);
+        assert_eq!(r.open(b"sub/").unwrap().1, 3);
+        // A file named as a directory is not there (ENOTDIR), as nginx answers it.
+        assert_eq!(r.open(b"a.txt/").unwrap_err(), Denied::NotFound);
         assert_eq!(r.open(b"missing").unwrap_err(), Denied::NotFound);
         assert_eq!(r.open(b"abs").unwrap_err(), Denied::Forbidden);
         // root/up points two levels up, to the shared temp directory holding `outside`.
@@ -251,6 +262,8 @@ mod tests {
         // The fallback path refuses the same escapes.
         r.openat2.store(false, Ordering::Relaxed);
         assert_eq!(r.open(b"a.txt").unwrap().1, 5);
+        assert_eq!(r.open(b"sub/").unwrap().1, 3);
+        assert_eq!(r.open(b"a.txt/").unwrap_err(), Denied::NotFound);
         assert_eq!(r.open(b"abs").unwrap_err(), Denied::Forbidden);
         assert_eq!(r.open(up.as_bytes()).unwrap_err(), Denied::Forbidden);
     }

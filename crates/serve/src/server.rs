@@ -465,7 +465,7 @@ impl Server {
             match listener.accept() {
                 Ok((stream, _)) => {
                     if self.open >= self.sh.cfg.max_connections || self.draining {
-                        let msg = http::error_response(503, false);
+                        let msg = http::error_response(503, false, false);
                         let _ = (&stream).write_nonblocking(&msg);
                         self.stats.rejected += 1;
                         continue;
@@ -536,7 +536,7 @@ impl Server {
         drop(reserve);
         let shed = match listener.accept() {
             Ok((stream, _)) => {
-                let msg = http::error_response(503, false);
+                let msg = http::error_response(503, false, false);
                 let _ = (&stream).write_nonblocking(&msg);
                 self.stats.rejected += 1;
                 true
@@ -558,7 +558,12 @@ impl Server {
                     if self.draining {
                         self.close(t);
                     } else {
-                        self.guarded(t, |s| s.process(t));
+                        // Through the same hand-over as an event: the master may have taken
+                        // the connection back since the worker sent this (an event in
+                        // between found it free and sent its next request to the workers);
+                        // reading on then would put two requests of one connection in flight
+                        // and interleave their responses.
+                        self.guarded(t, |s| s.on_event(t));
                     }
                 }
                 Msg::Close { linger } if linger && !self.draining => {
@@ -600,9 +605,13 @@ impl Server {
     }
 
     fn on_event(&mut self, t: usize) {
-        let Some(e) = self.entries.get(t).and_then(|e| e.as_ref()) else {
+        let Some(e) = self.entries.get_mut(t).and_then(|e| e.as_mut()) else {
             return;
         };
+        // An event (or the hand-back of one seen while busy) says input came after the last
+        // read: a request parsed from the buffer must not take the socket for empty, or the
+        // bytes behind it wait for an edge that was already spent.
+        e.drained = false;
         let conn = &e.conn;
         if conn.busy.load(SeqCst) {
             conn.pending.store(true, SeqCst);
@@ -649,7 +658,7 @@ impl Server {
                         }
                     }
                     Parsed::Error(status) => {
-                        self.answer(t, status, false, None, None);
+                        self.answer(t, status, false, None);
                         return;
                     }
                     Parsed::Partial if read_empty => return,
@@ -683,12 +692,12 @@ impl Server {
             Ok(r) => r,
             Err(d) => {
                 let keep = keep && d != crate::root::Denied::BadRequest;
-                return self.answer(t, d.status(), keep, req.request_id, Some(&req.target));
+                return self.answer(t, d.status(), keep, Some(&req));
             }
         };
         let (file, size, index) = match self.root.open(&rel) {
             Ok(f) => f,
-            Err(d) => return self.answer(t, d.status(), keep, req.request_id, Some(&req.target)),
+            Err(d) => return self.answer(t, d.status(), keep, Some(&req)),
         };
         let cfg = &self.sh.cfg;
         let class = cfg.classify(req.class.as_deref(), &rel);
@@ -771,15 +780,12 @@ impl Server {
         }
     }
 
-    /// The master answers with an error status itself.
-    fn answer(
-        &mut self,
-        t: usize,
-        status: u16,
-        keep: bool,
-        request_id: Option<u64>,
-        path: Option<&str>,
-    ) -> Flow {
+    /// The master answers with an error status itself: to `req` when it parsed, its head
+    /// alone if it was a HEAD.
+    fn answer(&mut self, t: usize, status: u16, keep: bool, req: Option<&http::Request>) -> Flow {
+        let request_id = req.and_then(|r| r.request_id);
+        let path = req.map(|r| r.target.as_str());
+        let head_only = req.is_some_and(|r| r.method == Method::Head);
         *self.stats.errors.entry(status).or_default() += 1;
         if let Some(log) = &self.log {
             let now = now_ns();
@@ -806,7 +812,7 @@ impl Server {
             });
         }
         let e = self.entries[t].as_mut().expect("live entry");
-        let msg = http::error_response(status, keep);
+        let msg = http::error_response(status, keep, head_only);
         let complete = (&e.conn.stream).write_nonblocking(&msg);
         if keep && complete {
             e.idle_since_ns = now_ns();
@@ -845,7 +851,7 @@ impl Server {
             if !e.buf.is_empty() {
                 if now.saturating_sub(e.first_byte_ns) > header {
                     self.stats.header_timeouts += 1;
-                    self.answer(t, 408, false, None, None);
+                    self.answer(t, 408, false, None);
                 }
             } else {
                 let since = e.idle_since_ns.max(e.conn.done_at.load(Relaxed));
