@@ -78,6 +78,16 @@ BAD = [
     (["run", "/nonexistent/experiment.toml"], "experiment"),
     (["run", "experiments/rr-ps-fcfs/experiment.toml", "--workers", "0"], "workers"),
     (["report", "/nonexistent/results"], "results"),
+    (["sim", "--cpus", "0,1"], "cpus"),
+    (["sim", "--cpus", "abc"], "cpus"),
+    (["sim", "--spec", "/tmp"], "spec"),
+    (["sim", "--spec", "/bin/true"], "spec"),
+    (["run", "/bin/true"], "experiment"),
+    (["serve", "--root", ".", "--stats", "/proc/x/s.json"], "stats"),
+    (["serve", "--root", ".", "--log", "/proc/x/l.csv"], "log"),
+    (["load", "--url", "http://127.0.0.1:9/", "--clients", "1", "--hdr-log", "/proc/x/h.log"],
+     "hdr_log"),
+    (["report", "/nonexistent/results", "--html", "/proc/x/r.html"], "results"),
     (["quickstart", "--jobs", "-1"], "jobs"),
     (["quickstart", "--replications", "0"], "replications"),
 ]
@@ -175,3 +185,59 @@ def test_a_spec_error_raised_in_a_worker_process_reaches_the_parent_whole():
     assert str(e.value).startswith("load = 2.5 (load 2.5000): expected a load < 1")
     assert (e.value.key, e.value.allowed) == ("load", "a load < 1 for an open system; set "
                                               "allow_unstable to run it anyway")
+
+
+def _refused(args: list[str], cwd, key: str) -> str:
+    out = subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=60,
+                         env=cli_env(), cwd=cwd)
+    err = out.stderr.strip()
+    assert out.returncode == 2, (out.returncode, err)
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert err.startswith(f"schedlab: error: {key} = "), err
+    return err
+
+
+def test_outputs_named_like_a_directory_and_damaged_inputs_are_refused_before_any_work(
+        tmp_path):
+    # An output whose name is a directory's, checked before the run (it used to fail with
+    # IsADirectoryError after it); the directory is left as it was.
+    for name in ("d.csv", "t.json", "s.json"):
+        (tmp_path / name).mkdir()
+    assert "a directory of that name" in _refused(
+        ["sim", "--load", "0.5", "--jobs", "300", "--jobs-out", "d.csv"], tmp_path, "jobs_out")
+    _refused(["sim", "--load", "0.5", "--jobs", "300", "--trace-out", "t.json"], tmp_path,
+             "trace_out")
+    _refused(["serve", "--root", ".", "--port", "0", "--stats", "s.json"], tmp_path, "stats")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "s.json", "t.json"]
+    assert not any(any(p.iterdir()) for p in tmp_path.iterdir())
+    # A serve config that is JSON but not an object of keys.
+    (tmp_path / "c.json").write_text("[1, 2]")
+    assert "a JSON object" in _refused(["serve", "--config", "c.json"], tmp_path, "config")
+    # A results directory whose files are damaged: named, not a traceback.
+    for manifest, why in (("{bad", "JSONDecodeError"), ('{"format": 99}', "KeyError"),
+                          ("[]", "TypeError")):
+        res = tmp_path / "res"
+        res.mkdir(exist_ok=True)
+        (res / "manifest.json").write_text(manifest)
+        assert why in _refused(["report", "res"], tmp_path, "results")
+    # `cpus` as text in an experiment file names its key path.
+    (tmp_path / "e.toml").write_text('[experiment]\nname = "e"\n[workload]\nload = 0.5\n'
+                                     'jobs = 100\n[machine]\ncpus = "two"\n'
+                                     '[[policy]]\nname = "fcfs"\n')
+    assert "CPU numbers" in _refused(["run", "e.toml", "--out", "out"], tmp_path,
+                                     "machine.cpus")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_python_api_names_the_key_of_a_value_of_the_wrong_type():
+    import schedlab
+
+    for call, text in ((lambda: schedlab.run(5), "experiment = 5: expected a TOML file's path"),
+                       (lambda: schedlab.run([1, 2]), "experiment = [1, 2]: expected"),
+                       (lambda: schedlab.simulate(trace_out=5, jobs=10),
+                        "trace_out = 5: expected a file's path (given: int)"),
+                       (lambda: schedlab.simulate(cpus="two", jobs=10),
+                        "cpus = two: expected a whole number (given: str)")):
+        with pytest.raises(schedlab.SpecError) as e:
+            call()
+        assert str(e.value).startswith(text), str(e.value)

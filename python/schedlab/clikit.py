@@ -166,6 +166,12 @@ def load_toml(path: str | Path) -> dict[str, Any]:
             return tomllib.load(f)
     except FileNotFoundError:
         raise spec_error("spec", path, "an existing TOML file") from None
+    except IsADirectoryError:
+        raise spec_error("spec", path, "a TOML file, not a directory") from None
+    except OSError as e:
+        raise spec_error("spec", path, f"a readable TOML file ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise spec_error("spec", path, "a TOML file (text in UTF-8; this one is not)") from None
     except tomllib.TOMLDecodeError as e:
         raise spec_error("spec", path, f"valid TOML ({e})") from None
 

@@ -16,6 +16,7 @@ import copy
 import hashlib
 import itertools
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -323,6 +324,12 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise spec_error("experiment file", str(path), "an existing TOML file") from None
     except IsADirectoryError:
         raise spec_error("experiment file", str(path), "a TOML file, not a directory") from None
+    except OSError as e:
+        raise spec_error("experiment file", str(path), f"a readable TOML file ({e.strerror})") \
+            from None
+    except UnicodeDecodeError:
+        raise spec_error("experiment file", str(path), "a TOML file (text in UTF-8; this one "
+                         "is not)") from None
     except tomllib.TOMLDecodeError as e:
         raise spec_error("experiment file", str(path), f"valid TOML ({e})") from None
 
@@ -470,6 +477,9 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
     """
     if isinstance(source, dict):
         raw, base_dir, src = copy.deepcopy(source), Path.cwd(), None
+    elif not isinstance(source, str | os.PathLike):
+        raise spec_error("experiment", _short(source), "a TOML file's path or a dict of its "
+                         f"sections (given: {type(source).__name__})")
     else:
         path = Path(source)
         raw, base_dir, src = read_toml(path), path.resolve().parent, str(path)

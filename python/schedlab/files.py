@@ -40,12 +40,16 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
 def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE_SUFFIXES,
                    kind: str = "") -> None:
     """Refuses, before any work, an output that could not be written: a name without one of
-    `suffixes` (a table's .csv or .parquet by default), or a directory that does not exist or
-    does not take new files."""
+    `suffixes` (a table's .csv or .parquet by default; `()`: any name), a directory's name, or
+    a directory that does not exist or does not take new files."""
+    if not isinstance(path, str | os.PathLike):
+        raise spec_error(key, repr(path), f"a file's path (given: {type(path).__name__})")
     path = Path(path)
-    if path.suffix.lower() not in suffixes:
+    if suffixes and path.suffix.lower() not in suffixes:
         raise spec_error(key, str(path), f"a file name ending in {' or '.join(suffixes)}"
                          + (f" ({kind})" if kind else ""))
+    if path.is_dir():
+        raise spec_error(key, str(path), "a file to write (a directory of that name is there)")
     parent = path.parent
     if not parent.is_dir():
         raise spec_error(key, str(path), f"a file in an existing directory ({parent} is not one)")

@@ -893,6 +893,9 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
             cfg = json.loads(Path(args.config).read_text())
         except (OSError, ValueError) as e:
             raise spec_error("config", args.config, f"a readable JSON file ({e})") from None
+        if not isinstance(cfg, dict):
+            raise spec_error("config", args.config, "a JSON object of serve keys ({\"root\": "
+                             f"...}}), not a {type(cfg).__name__}")
     for key in ("root", "host", "port", "workers", "buffer", "policy", "packet", "packet_unit",
                 "cost", "cost_mode", "classes", "max_connections", "header_timeout",
                 "idle_timeout", "send_timeout", "drain_timeout", "max_header", "log", "stats",
@@ -910,6 +913,11 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
         cfg["params"] = params
     if "root" not in cfg:
         raise spec_error("root", "(missing)", "--root DIR, the directory to serve")
+    from schedlab.files import check_writable
+
+    for key in ("log", "stats"):  # written at the end: refused now, not after the run
+        if isinstance(cfg.get(key), str):
+            check_writable(key, cfg[key], ())
     port = cfg.get("port")
     if port is not None and not (isinstance(port, int) and 0 <= port <= 65535):
         raise spec_error("port", port, "a TCP port from 0 (any free port) to 65535")
@@ -938,10 +946,12 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
         cfg["time"] = args.duration
     if args.no_keepalive:
         cfg["keep_alive"] = False
-    if args.out:
-        from schedlab.files import check_writable
+    from schedlab.files import check_writable
 
+    if args.out:
         check_writable("out", args.out)
+    if args.hdr_log:
+        check_writable("hdr_log", args.hdr_log, ())
     cfg["keep_requests"] = bool(args.out)
     return cfg
 

@@ -185,17 +185,29 @@ def load_results(directory: str | Path) -> Results:
     if not path.exists():
         raise spec_error("results", str(d), "a directory written by `schedlab run` (no "
                          "manifest.json)")
-    with open(path) as f:
-        manifest = json.load(f)
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+        runs = manifest["runs"]
+        ids = {r["id"] for r in runs}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise spec_error("results", str(d), "a directory written by `schedlab run` (its "
+                         f"manifest.json is damaged: {type(e).__name__}: {e})") from None
     if manifest.get("status") != "complete" or not (d / "summaries.parquet").exists():
         counts = manifest.get("counts", {})
         raise spec_error("results", str(d), "a finished sweep (this one has "
-                         f"{counts.get('done', 0)} of {len(set(r['id'] for r in manifest['runs']))}"
+                         f"{counts.get('done', 0)} of {len(ids)}"
                          " runs done; rerun `schedlab run` to finish it)")
 
     def read(name: str) -> pd.DataFrame:
         p = d / name
-        return pd.read_parquet(p) if p.exists() and p.stat().st_size else pd.DataFrame()
+        if not (p.exists() and p.stat().st_size):
+            return pd.DataFrame()
+        try:
+            return pd.read_parquet(p)
+        except (OSError, ValueError) as e:  # pyarrow's errors are both
+            raise spec_error("results", str(d), f"a directory written by `schedlab run` ({name} "
+                             f"is damaged: {type(e).__name__}: {e})") from None
 
     return Results(d, manifest, read("summaries.parquet"), read("stats.parquet"),
                    read("classes.parquet"), read("tasks.parquet"), read("timing.parquet"),

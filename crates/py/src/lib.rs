@@ -48,11 +48,25 @@ pub(crate) fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult
             "a whole number >= 0".to_string()
         } else if overflow {
             "a smaller whole number (it does not fit)".to_string()
+        } else if inner.contains("cannot be interpreted as an integer") {
+            format!("a whole number ({})", type_given(&inner))
+        } else if inner.contains("must be real number") {
+            format!("a number ({})", type_given(&inner))
         } else {
             inner.replace("OverflowError: ", "")
         };
         spec_error(SpecError::new(key, value, allowed))
     })
+}
+
+/// "given: str" from Python's "TypeError: 'str' object cannot be ..." or "... not str".
+fn type_given(inner: &str) -> String {
+    let name = inner
+        .split('\'')
+        .nth(1)
+        .or_else(|| inner.rsplit("not ").next())
+        .unwrap_or("another type");
+    format!("given: {}", name.trim())
 }
 
 /// The value at a top-level key of a spec, as text, for an error message.

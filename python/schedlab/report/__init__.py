@@ -47,6 +47,16 @@ def report_context(res: Any) -> Context:
 def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     """Draws every plot the experiment asks for; returns the HTML file's path."""
     res = load_results(directory)
+    if html:  # refused before any figure is written; its directory is made as before
+        from schedlab.files import check_writable
+        from schedlab.vocabulary import spec_error
+
+        try:
+            Path(html).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise spec_error("html", str(html), f"a file in a directory that can be made "
+                             f"({e.strerror})") from None
+        check_writable("html", html, (".html", ".htm"))
     ctx = report_context(res)
     cfg = ctx.cfg
     fig_dir = Path(directory) / "report"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
-from schedlab.vocabulary import DEFAULT_SEED, cpu_list, flat_spec, replication_seed
+from schedlab.vocabulary import DEFAULT_SEED, cpu_list, flat_spec, replication_seed, spec_error
 from schedlab.worlds import (
     NATIVE,
     Translation,
@@ -132,21 +132,34 @@ def _class_batch(t: Translation, i: int, key: str) -> None:
     t.spec.setdefault("think", "det:0")
 
 
+CPU_LIST = "CPU numbers: 0,2 or 0-3 or [0, 1]"
+
+
 def _cpus(t: Translation, key: str) -> None:
     v = t.spec[key]
     if isinstance(v, list | str):
-        t.spec[key] = len(cpu_list(v))
+        try:
+            t.spec[key] = len(cpu_list(v))
+        except ValueError:
+            raise spec_error(t.path(key), v, f"a number of CPUs, or {CPU_LIST}") from None
 
 
 def _affinity(t: Translation, key: str) -> None:
-    cpus = cpu_list(t.spec.pop(key))
+    v = t.spec.pop(key)
+    try:
+        cpus = cpu_list(v)
+    except ValueError:
+        raise spec_error(t.path(key), v, CPU_LIST) from None
     for c in t.classes(create=True):
         c.setdefault("affinity", cpus)
 
 
 def _class_affinity(t: Translation, i: int, key: str) -> None:
     c = t.spec["classes"][i]
-    c[key] = cpu_list(c[key])
+    try:
+        c[key] = cpu_list(c[key])
+    except ValueError:
+        raise spec_error(t.class_path(i, key), c[key], CPU_LIST) from None
 
 
 def _ideal(t: Translation, key: str) -> None:
