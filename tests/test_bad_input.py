@@ -241,3 +241,24 @@ def test_the_python_api_names_the_key_of_a_value_of_the_wrong_type():
         with pytest.raises(schedlab.SpecError) as e:
             call()
         assert str(e.value).startswith(text), str(e.value)
+
+
+def test_an_experiment_refused_by_the_simulator_leaves_no_directory(tmp_path):
+    # Fluid policies refuse the keys of a machine that runs jobs in turns, and GPS more than
+    # one CPU: checked with the file, before the results directory exists (these used to be
+    # found by the first run, leaving out/.lock and out/runs/ behind).
+    head = '[experiment]\nname = "e"\n[workload]\nload = 0.5\njobs = 100\n'
+    for machine, policy, key in (("timeslice = 5", "ps", "machine.timeslice"),
+                                 ("cpus = 2", "gps", "machine.cpus"),
+                                 ("end_cost = 0.1", "fb", "machine.end_cost")):
+        (tmp_path / "e.toml").write_text(f'{head}[machine]\n{machine}\n'
+                                         f'[[policy]]\nname = "{policy}"\n')
+        _refused(["run", "e.toml", "--out", "out"], tmp_path, key)
+        assert not (tmp_path / "out").exists()
+    # A name that would lead the default results directory out of results/.
+    (tmp_path / "e.toml").write_text(head.replace('"e"', '"../../away"')
+                                     + '[[policy]]\nname = "fcfs"\n')
+    _refused(["run", "e.toml"], tmp_path, "experiment.name")
+    (tmp_path / "e.toml").write_text(head + '[[policy]]\nname = "fcfs"\n')
+    assert "can be made" in _refused(["run", "e.toml", "--out", "/proc/x/out"], tmp_path, "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]

@@ -501,6 +501,10 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
     name = config.experiment.name or (Path(src).stem if src else None)
     if not name:
         raise spec_error("experiment.name", "(missing)", "a name for the experiment")
+    if "/" in name or "\\" in name or name in (".", ".."):
+        # The default results directory is results/NAME: a name must not lead out of it.
+        raise spec_error("experiment.name", name, "a name without / or \\ (it names the "
+                         "results directory results/NAME)")
     if name == "experiment" and src:  # experiments/<study>/experiment.toml: the folder's name
         name = Path(src).resolve().parent.name
     world_list = config.experiment.world

@@ -31,6 +31,7 @@ import importlib
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -44,6 +45,7 @@ import pandas as pd
 
 from schedlab import experiment as ex
 from schedlab import profile, worlds
+from schedlab._core import SpecError
 from schedlab.clikit import progress_bar
 from schedlab.files import atomic_file
 from schedlab.jsonio import json_safe
@@ -534,9 +536,26 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
         raise spec_error("out", str(out_dir), "a directory")
     if workers is not None and workers < 1:
         raise spec_error("workers", workers, "a number of workers >= 1")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    fresh = not out_dir.exists()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise spec_error("out", str(out_dir), f"a directory that can be made ({e.strerror})") \
+            from None
     runs_dir = out_dir / RUNS
     runs_dir.mkdir(exist_ok=True)
+    try:
+        return _run_in(exp, out_dir, runs_dir, workers, dask, progress)
+    except SpecError:
+        # Bad input found only once running (validation missed it): a directory this call
+        # made, with no run's result in it yet, is not left half-written.
+        if fresh and not any(p for p in runs_dir.iterdir() if not p.name.startswith(".")):
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+
+
+def _run_in(exp: ex.Experiment, out_dir: Path, runs_dir: Path, workers: int | None,
+            dask: str | None, progress: bool | None) -> Path:
     with _locked(out_dir) as lock_fd:
         for tmp in runs_dir.glob(".*.tmp"):  # halves of files whose writer was killed
             with contextlib.suppress(OSError):

@@ -396,15 +396,53 @@ fn word<'a>(
     }
 }
 
+/// A fluid policy (PS, GPS, FB) shares its runqueue's CPUs continuously: it is told how many,
+/// and refused the keys of a machine that runs jobs in turns. Checked by `validate`, so that a
+/// sweep refuses it before it writes anything, and where the engine builds each runqueue's
+/// policy.
+pub(crate) fn fit_fluid(
+    policy: &mut Box<dyn schedlab_policy::Policy>,
+    name: &str,
+    m: &Machine,
+) -> Result<(), SpecError> {
+    if policy.service() != schedlab_policy::Service::Fluid {
+        return Ok(());
+    }
+    let share_cpus = if m.runqueues == Runqueues::PerCpu {
+        1
+    } else {
+        m.cpus
+    };
+    let f = policy.fluid().expect("fluid policy");
+    f.set_cpus(share_cpus)
+        .map_err(|why| SpecError::new("cpus", m.cpus, format!("{why} (or runqueues = per-cpu)")))?;
+    for (key, value) in [
+        ("timeslice", m.timeslice),
+        ("idle_wake", Some(m.idle_wake)),
+        ("dispatcher_cost", Some(m.dispatcher_cost)),
+        ("end_cost", Some(m.end_cost)),
+    ] {
+        if let Some(v) = value.filter(|&v| v > 0.0) {
+            return Err(SpecError::new(
+                key,
+                v,
+                format!("a policy that runs jobs in turns; {name} shares the CPU continuously"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl SimSpec {
     pub fn validate(&self) -> Result<Config, SpecError> {
         let policy = self.policy.clone().unwrap_or_else(|| "fcfs".into());
         let info = schedlab_policy::info(&policy)?;
         let params = self.params.clone().unwrap_or_default();
         // Build once here so parameter errors surface before any work.
-        schedlab_policy::build(info.name, &params, 0)?;
+        let mut probe = schedlab_policy::build(info.name, &params, 0)?;
 
         let machine = self.machine()?;
+        fit_fluid(&mut probe, &policy, &machine)?;
         let cpus = machine.cpus;
         let time = positive("time", self.time)?;
         let drain = self.drain.unwrap_or(false);

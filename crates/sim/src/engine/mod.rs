@@ -39,7 +39,7 @@ use schedlab_policy::{Enqueue, JobId, JobView, Policy, Service};
 use crate::balance::{self, Balancer};
 use crate::cpuset::CpuSet;
 use crate::mintree::MinTree;
-use crate::spec::{Config, Runqueues, Warmup, Workload, DEFAULT_MIN_JOBS};
+use crate::spec::{fit_fluid, Config, Runqueues, Warmup, Workload, DEFAULT_MIN_JOBS};
 use crate::SpecError;
 use accounting::Accounting;
 pub use results::{LoadRow, LoadSample, Segment};
@@ -358,30 +358,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         let mut policy = schedlab_policy::build(&cfg.policy, &cfg.params, seed)?;
         policy.serving_cpus(if per_cpu { 1 } else { m.cpus });
         let fluid = policy.service() == Service::Fluid;
-        if fluid {
-            let share_cpus = if per_cpu { 1 } else { m.cpus };
-            let f = policy.fluid().expect("fluid policy");
-            f.set_cpus(share_cpus).map_err(|why| {
-                SpecError::new("cpus", m.cpus, format!("{why} (or runqueues = per-cpu)"))
-            })?;
-            for (key, value) in [
-                ("timeslice", m.timeslice),
-                ("idle_wake", Some(m.idle_wake)),
-                ("dispatcher_cost", Some(m.dispatcher_cost)),
-                ("end_cost", Some(m.end_cost)),
-            ] {
-                if let Some(v) = value.filter(|&v| v > 0.0) {
-                    return Err(SpecError::new(
-                        key,
-                        v,
-                        format!(
-                            "a policy that runs jobs in turns; {} shares the CPU continuously",
-                            cfg.policy
-                        ),
-                    ));
-                }
-            }
-        }
+        fit_fluid(&mut policy, &cfg.policy, m)?;
         rqs.push(Runqueue {
             may_preempt: policy.may_preempt(),
             policy,
