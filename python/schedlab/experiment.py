@@ -37,6 +37,7 @@ from schedlab.vocabulary import (
     KERNEL_PARAMS,
     KERNEL_POLICIES,
     KEYS,
+    MAX_REPLICATIONS,
     find_policy,
     policy_catalog,
     replication_seed,
@@ -105,7 +106,8 @@ class ExperimentFields(Strict):
     description: str = Field("", description="one paragraph shown at the top of the report")
     seed: int = Field(1, ge=0, description="experiment seed; replication r of every point and "
                       "policy runs with a seed derived from (seed, r): common random numbers")
-    replications: int = Field(1, ge=1, description="independent runs per sweep point and policy")
+    replications: int = Field(1, ge=1, le=MAX_REPLICATIONS,
+                              description="independent runs per sweep point and policy")
     confidence: float = Field(0.95, gt=0, lt=1, description="level of confidence intervals")
     keep_jobs: bool | Literal["first"] = Field(
         "first", description="store per-job tables: true (every run), \"first\" (replication 0 "
@@ -182,7 +184,7 @@ def _models() -> dict[str, type[BaseModel]]:
 
     def world_table(world: str) -> type[BaseModel]:
         fields: dict[str, Any] = {
-            "replications": (int | None, Field(None, ge=1,
+            "replications": (int | None, Field(None, ge=1, le=MAX_REPLICATIONS,
                                                description=RUN_LENGTH["replications"]))}
         fields.update({k: (Any, Field(None, description=h)) for k, h in RUN_LENGTH.items()
                        if k != "replications"})

@@ -113,10 +113,15 @@ def replication_seed(seed: int, replication: int) -> int:
     return int(np.random.SeedSequence([seed, replication]).generate_state(1, np.uint32)[0])
 
 
+# Replications of one run at most (each is a whole run held in memory until all are done).
+MAX_REPLICATIONS = 100_000
+
+
 def replication_count(value: Any, key: str = "replications") -> int:
-    """A count of replications or workers: a whole number, at least 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise spec_error(key, value, "a whole number, at least 1")
+    """A count of replications or workers: a whole number from 1 to MAX_REPLICATIONS."""
+    if isinstance(value, bool) or not isinstance(value, int) or not \
+            1 <= value <= MAX_REPLICATIONS:
+        raise spec_error(key, value, f"a whole number from 1 to {MAX_REPLICATIONS:,}")
     return value
 
 

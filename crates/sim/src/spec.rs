@@ -396,6 +396,9 @@ fn word<'a>(
     }
 }
 
+/// The most CPUs a simulated machine has (state per CPU; 1,024 is benchmarked).
+pub const MAX_CPUS: u32 = 65_536;
+
 /// A fluid policy (PS, GPS, FB) shares its runqueue's CPUs continuously: it is told how many,
 /// and refused the keys of a machine that runs jobs in turns. Checked by `validate`, so that a
 /// sweep refuses it before it writes anything, and where the engine builds each runqueue's
@@ -696,8 +699,12 @@ impl SimSpec {
 
     fn machine(&self) -> Result<Machine, SpecError> {
         let cpus = self.cpus.unwrap_or(1);
-        if cpus == 0 {
-            return Err(err("cpus", 0, "a whole number >= 1"));
+        if cpus == 0 || cpus > MAX_CPUS {
+            return Err(err(
+                "cpus",
+                cpus,
+                &format!("a whole number from 1 to {MAX_CPUS}"),
+            ));
         }
         let cpus = cpus as usize;
         let runqueues = match word(

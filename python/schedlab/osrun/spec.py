@@ -42,6 +42,10 @@ PER_CLASS_OS = ("sched", "nice", "rtprio", "runtime", "deadline", "period", "aff
 # The dispatcher's runqueues (the kernel keeps its own per-CPU ones).
 RUNQUEUES = ("global", "per-cpu")
 
+# Worker processes a run forks at most (study 003 goes to 1,000; a typo of 10^8 must not
+# start forking).
+MAX_PROCESSES = 4_096
+
 
 def _cpu_list(key: str, value: Any, allowed_cpus: list[int]) -> list[int]:
     try:
@@ -245,6 +249,9 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             raise spec_error("clients", "(missing)", "a number of worker processes (clients), "
                              "or batch")
         n = int(_number(key, spec[key], lo=1, integer=True))
+        if n > MAX_PROCESSES:  # before the split, which walks them one by one
+            raise spec_error(key, n, f"at most {MAX_PROCESSES:,} processes in all (each is a "
+                             "forked worker on this machine)")
         fractions = [None if c.get("fraction") is None
                      else _number(f"classes[{i}].fraction", c["fraction"], lo=0)
                      for i, c in enumerate(classes_in)]
@@ -252,6 +259,9 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         one_shot = [key == "batch"] * n_classes
     if sum(counts) == 0:
         raise spec_error("clients", 0, "at least one process")
+    if sum(counts) > MAX_PROCESSES:
+        raise spec_error("classes[].clients/batch", sum(counts), f"at most {MAX_PROCESSES:,} "
+                         "processes in all (each is a forked worker on this machine)")
     if any(one_shot) and precision is not None:
         raise spec_error("precision", precision, "a workload that goes on (clients): one-shot "
                          "batch processes end by themselves")

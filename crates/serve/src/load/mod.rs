@@ -32,6 +32,10 @@ pub const ERR_CLOSED: u8 = 2;
 pub const ERR_TIMEOUT: u8 = 3;
 pub const ERR_PROTOCOL: u8 = 4;
 /// Names of the error codes of the `error` column (0 is success).
+/// Closed-loop clients and open-loop connections at most: each is a socket, and a loopback
+/// address has some 28,000 ephemeral ports (more would fail to connect, not measure).
+pub const MAX_CLIENTS: u32 = 28_000;
+
 pub const ERROR_NAMES: [&str; 5] = ["ok", "connect", "closed", "timeout", "protocol"];
 
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
@@ -253,8 +257,12 @@ impl LoadSpec {
             Workload::new(&specs, &classes, self.zipf)?
         };
         let mode = if let Some(clients) = self.clients {
-            if clients == 0 {
-                return Err(err("clients", 0, "a whole number >= 1"));
+            if clients == 0 || clients > MAX_CLIENTS {
+                return Err(err(
+                    "clients",
+                    clients,
+                    &format!("a whole number from 1 to {MAX_CLIENTS} (a connection each)"),
+                ));
             }
             let think = Dist::parse("think", self.think.as_deref().unwrap_or("det:0"))?;
             Mode::Closed { clients, think }
@@ -306,8 +314,8 @@ impl LoadSpec {
                 };
             Mode::Open { arrival }
         };
-        let threads = self.threads.unwrap_or(1).max(1) as usize;
-        if threads > 256 {
+        let threads = self.threads.unwrap_or(1) as usize;
+        if threads == 0 || threads > 256 {
             return Err(err("threads", threads, "a whole number from 1 to 256"));
         }
         if matches!(mode, Mode::Burst { .. }) && threads > 1 {
@@ -363,7 +371,14 @@ impl LoadSpec {
         if !(miss_ms >= 0.0 && miss_ms.is_finite()) {
             return Err(err("miss", miss_ms, "milliseconds >= 0"));
         }
-        let connections = self.connections.unwrap_or(1000).max(1) as usize;
+        let connections = self.connections.unwrap_or(1000) as usize;
+        if connections == 0 || connections > MAX_CLIENTS as usize {
+            return Err(err(
+                "connections",
+                connections,
+                &format!("a whole number from 1 to {MAX_CLIENTS}"),
+            ));
+        }
         let progress = self
             .progress
             .unwrap_or_else(|| std::io::IsTerminal::is_terminal(&std::io::stderr()));
