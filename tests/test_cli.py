@@ -81,6 +81,22 @@ def test_theory_command_prints_the_closed_form():
     assert data["mean"] == pytest.approx(10.0, rel=1e-9) and data["unit"] == "ms"
 
 
+def test_theory_of_rr_says_it_is_the_vanishing_quantum_limit():
+    # M/D/1 at load 0.5, size 20: PS gives 20 / (1 - 0.5) = 40 ms. The simulator's rr has a
+    # quantum of 10 ms, which has no closed form: the number comes with what it is.
+    out = schedlab("theory", "--policy", "rr", "--load", "0.5", "--size", "det:20")
+    assert out.returncode == 0 and out.stdout == "mean 40 ms\n", out
+    assert "processor sharing" in out.stderr and "quantum 10" in out.stderr
+    data = json.loads(schedlab("theory", "--policy", "rr", "--load", "0.5", "--size", "det:20",
+                               "--json").stdout)
+    assert data["mean"] == pytest.approx(40.0) and "processor sharing" in data["note"]
+    out = schedlab("theory", "--policy", "rr", "--quantum", "10", "--load", "0.5", "--size",
+                   "det:20")
+    assert out.returncode == 1 and "no closed form" in out.stderr and "quantum 10" in out.stderr
+    out = schedlab("theory", "--policy", "fcfs", "--quantum", "3", "--load", "0.5")
+    assert out.returncode == 2 and "quantum = 3.0: expected no quantum" in out.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

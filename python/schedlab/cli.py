@@ -367,6 +367,10 @@ def _print_os(result: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+RR_LIMIT = ("rr without --quantum is its limit as the quantum vanishes: processor sharing "
+            "(the simulator's rr has quantum 10 ms; a finite quantum has no closed form)")
+
+
 def cmd_theory(args: argparse.Namespace) -> int:
     from schedlab import theory
 
@@ -390,23 +394,36 @@ def cmd_theory(args: argparse.Namespace) -> int:
         arrival = theory.poisson_at_load(args.load, args.size, cpus=args.cpus)
     if arrival is None:
         raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or --load")
+    params = {} if args.quantum is None else {"quantum": args.quantum}
+    if params and not any(q["name"] == "quantum" for q in find_policy(args.policy)["params"]):
+        raise spec_error("quantum", args.quantum, f"no quantum: {args.policy} has none")
+    if params and not args.quantum > 0:
+        raise spec_error("quantum", args.quantum, "a number > 0 (ms)")
     try:
-        value = theory.mean_response(args.policy, arrival, args.size, cpus=args.cpus)
+        value = theory.mean_response(args.policy, arrival, args.size, cpus=args.cpus, **params)
         values = None
         if quantiles and value is not None:
             values = theory.response_quantile(args.policy, arrival, args.size, quantiles,
-                                              cpus=args.cpus)
+                                              cpus=args.cpus, **params)
     except ValueError as e:
         if isinstance(e, SpecError):
             raise
         raise spec_error("theory", f"{args.policy} {arrival} {args.size}", str(e)) from None
-    where = f"{args.policy} with arrival {arrival}, size {args.size}, cpus {args.cpus}"
+    where = f"{args.policy} with arrival {arrival}, size {args.size}, cpus {args.cpus}" + (
+        f", quantum {args.quantum:g} ms" if args.quantum is not None else "")
+    # rr without a quantum is a limit, not the simulator's default rr (quantum 10): say so.
+    limit = (find_policy(args.policy)["name"] == "rr" and args.quantum is None
+             and value is not None)
     found = value is not None and (not quantiles or values is not None)
     if args.json:
         import json
 
         out: dict[str, Any] = {"policy": args.policy, "arrival": arrival, "size": args.size,
                                "cpus": args.cpus, "unit": "ms", "mean": value}
+        if args.quantum is not None:
+            out["quantum"] = args.quantum
+        if limit:
+            out["note"] = RR_LIMIT
         if quantiles:
             out["quantiles"] = {label: None if values is None else float(values[i])
                                 for i, label in enumerate(labels)}
@@ -417,6 +434,8 @@ def cmd_theory(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     print(f"mean {value:.6g} ms")  # scripts read --json (its "unit" is ms)
+    if limit:
+        print(f"schedlab: {RR_LIMIT}", file=sys.stderr)
     if not quantiles:
         return 0
     if values is None:
@@ -576,6 +595,9 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("theory", help="closed-form mean response time, and quantiles of its "
                        "distribution")
     p.add_argument("--policy", default="fcfs")
+    p.add_argument("--quantum", type=float, help="rr, fb: a finite quantum (ms), which has no "
+                   "closed form; without it rr is its vanishing-quantum limit, processor "
+                   "sharing")
     p.add_argument("--arrival", help="exp:MEAN (Poisson arrivals)")
     p.add_argument("--load", type=float, help="utilisation instead of --arrival")
     p.add_argument("--size", default="exp:1")
