@@ -93,6 +93,9 @@ BAD = [
     (["load", "--url", "http://127.0.0.1:9/", "--clients", "1", "--hdr-log", "/proc/x/h.log"],
      "hdr_log"),
     (["report", "/nonexistent/results", "--html", "/proc/x/r.html"], "results"),
+    # Refused by the server calibration starts (it used to surface as a RuntimeError).
+    (["calibrate", "server", "--out", "p.toml", "--cost-mode", "burn"], "cost_mode"),
+    (["calibrate", "server", "--out", "p.toml", "--packet", "0"], "packet"),
     (["quickstart", "--jobs", "-1"], "jobs"),
     (["quickstart", "--replications", "0"], "replications"),
 ]
@@ -101,7 +104,7 @@ BAD = [
 def test_the_table_is_large_and_covers_every_subcommand():
     assert len(BAD) >= 40
     assert {args[0] for args, _ in BAD} == {"sim", "os", "theory", "serve", "load", "run",
-                                            "report", "quickstart"}
+                                            "report", "quickstart", "calibrate"}
 
 
 @pytest.mark.parametrize(("args", "key"), BAD, ids=[" ".join(a) for a, _ in BAD])

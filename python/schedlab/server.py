@@ -442,8 +442,13 @@ class ServerProcess:
             chunk = os.read(self.proc.stdout.fileno(), 4096)
             if not chunk:
                 self.proc.wait()
-                raise RuntimeError(f"schedlab serve exited ({self.proc.returncode}): "
-                                   f"{self._err()}")
+                err = self._err()
+                prefix = "schedlab: error: "
+                if self.proc.returncode == 2 and err.startswith(prefix):
+                    # The server refused its configuration: bad input, named by its key (a
+                    # SpecError as the server's own would be), not a crash.
+                    raise SpecError(err[len(prefix):].strip().splitlines()[0])
+                raise RuntimeError(f"schedlab serve exited ({self.proc.returncode}): {err}")
             line += chunk
         text = line.decode(errors="replace")
         for word in text.split():
