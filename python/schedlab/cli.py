@@ -10,6 +10,7 @@ Exit codes: 0 done, 1 a run or a sweep failed, 2 a bad flag or key (one line nam
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -93,6 +94,19 @@ def native_keys(world: Any) -> list[str]:
     return [k for k in KEYS if k in direct]
 
 
+def _check_distinct_outputs(outputs: dict[str, str | None], *more: str | None) -> None:
+    """Two outputs to one file: the second would overwrite the first."""
+    seen: dict[str, str] = {}
+    named = [(f"{k}_out", v) for k, v in outputs.items()] + [("trace_out", m) for m in more]
+    for key, path in named:
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise spec_error(key, path, f"a file of its own ({seen[real]} writes it too)")
+        seen[real] = key
+
+
 def _check_outputs(paths: dict[str, str | None]) -> None:
     from schedlab.files import check_writable
 
@@ -115,6 +129,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     _check_trace_out(args.trace_out)
     replications = replication_count(args.replications)
     workers = None if args.workers is None else replication_count(args.workers, "workers")
+    _check_distinct_outputs(outputs, args.trace_out)
+    if outputs["load_series"] and spec.get("load_sample") is None:
+        raise spec_error("load_series_out", outputs["load_series"], "--load-sample MS too "
+                         "(the series is the runqueues sampled every MS ms)")
     if "," in str(spec.get("policy", "")):
         if args.trace_out:
             raise spec_error("trace_out", args.trace_out, "one policy (a trace shows one "

@@ -937,6 +937,16 @@ impl SimSpec {
         if let Some(last) = out.last_mut() {
             last.cumulative = 1.0;
         }
+        // A class is named in every table by its name: two of one name would be one row.
+        for (i, c) in out.iter().enumerate() {
+            if out[..i].iter().any(|o| o.name == c.name) {
+                return Err(err(
+                    &format!("classes[{i}].name"),
+                    &c.name,
+                    "a name no other class has",
+                ));
+            }
+        }
         Ok(out)
     }
 
