@@ -232,3 +232,18 @@ def test_progress_on_a_terminal_and_silence_in_a_pipe():
     out = schedlab(*args)
     assert out.returncode == 0 and out.stderr == ""
     assert "RR q=10" in out.stdout
+
+
+def test_one_policy_with_its_parameters_inline_is_the_policy_and_its_flags():
+    # `--policy rr:quantum=5` alone, as a comparison list writes it: the same run as
+    # `--policy rr --quantum 5` (it used to be refused as an unknown policy name).
+    def run(*args: str) -> dict:
+        out = schedlab("sim", *args, "--load", "0.7", "--jobs", "2000", "--json")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    inline, flags = run("--policy", "rr:quantum=5"), run("--policy", "rr", "--quantum", "5")
+    assert inline["response_mean"] == flags["response_mean"]
+    assert inline["response_mean"] != run("--policy", "rr")["response_mean"]  # quantum 10
+    out = schedlab("sim", "--policy", "rr:quantum=", "--load", "0.7", "--jobs", "10")
+    assert out.returncode == 2 and out.stderr.startswith("schedlab: error: quantum = "), out

@@ -391,6 +391,22 @@ BAD = [
      'cost = "0.1ms+0.01ms/KiB"\n[[policy]]\nname = "fcfs"\n[worlds.sim]\nreplay = "server"\n',
      "worlds.sim.replay = server: expected a file without workload.classes"),
     ('[workload]\njobs = 10\nload = 0.5\n', "policy = (missing)"),
+    # A sweep of one key inside the classes names that key, once (it used to repeat it:
+    # sweep.workload.classes[0].tickets[0].tickets).
+    ('[workload]\njobs = 10\nload = 0.5\nclasses = [{name = "a", tickets = 1}]\n[[policy]]\n'
+     'name = "lottery"\n[sweep]\n"workload.classes[0].tickets" = [1, -2]\n',
+     "sweep.workload.classes[0].tickets = -2: expected a number > 0"),
+    ('[workload]\njobs = 10\nload = 0.5\nclasses = [{name = "a", tickets = 1}]\n[[policy]]\n'
+     'name = "lottery"\n[sweep]\n"workload.classes[0].tikets" = [1, 2]\n',
+     "sweep.workload.classes[0].tikets = 1: expected a class key"),
+    # The report's axis and point name what the sweep has.
+    ('[workload]\njobs = 10\n[[policy]]\nname = "fcfs"\n[sweep]\n"workload.load" = [0.5, 0.6]\n'
+     '[report]\nx = "workload.nope"\n', "report.x = workload.nope: expected a key of [sweep]"),
+    ('[workload]\njobs = 10\n[[policy]]\nname = "fcfs"\n[sweep]\n"workload.load" = [0.5, 0.6]\n'
+     '[report]\npoint = 2\n', "report.point = 2: expected a sweep point from 0 to 1"),
+    # A simulator refusal of the machine (a fluid policy's) is found with the file.
+    ('[workload]\njobs = 10\nload = 0.5\n[machine]\ntimeslice = 5\n[[policy]]\nname = "ps"\n',
+     "machine.timeslice = 5: expected a policy that runs jobs in turns"),
 ]
 
 

@@ -189,6 +189,14 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     if getattr(args, "classes", None):
         spec["classes"] = args.classes
     params = dict(spec.pop("params", {}) or {})
+    policy = spec.get("policy")
+    if isinstance(policy, str) and ":" in policy and "," not in policy:
+        # One policy written as --policy takes a list of them (rr:quantum=5): its name, and
+        # its parameters under the flags' (a flag given too wins).
+        from schedlab.policies import parse
+
+        [(spec["policy"], inline)] = parse(policy)
+        params.update(inline)
     for name, value in vars(args).items():
         if name.startswith("param_") and value is not None:
             params[name[len("param_"):]] = value

@@ -503,10 +503,6 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
     name = config.experiment.name or (Path(src).stem if src else None)
     if not name:
         raise spec_error("experiment.name", "(missing)", "a name for the experiment")
-    if "/" in name or "\\" in name or name in (".", ".."):
-        # The default results directory is results/NAME: a name must not lead out of it.
-        raise spec_error("experiment.name", name, "a name without / or \\ (it names the "
-                         "results directory results/NAME)")
     if name == "experiment" and src:  # experiments/<study>/experiment.toml: the folder's name
         name = Path(src).resolve().parent.name
     world_list = config.experiment.world
@@ -803,6 +799,14 @@ def _expand(exp: Experiment) -> None:
     targets, points, cases = _points(config, policies)
     exp.sweep_keys = [t.path for t in targets]
     exp.points = points
+    rep = config.report
+    # The report's axis and point name what the sweep has (the report would quietly fall
+    # back to the first key and the last point).
+    if rep.x is not None and rep.x not in exp.sweep_keys:
+        raise spec_error("report.x", rep.x, "a key of [sweep]: " + (
+            ", ".join(exp.sweep_keys) or "none (this file has no sweep)"))
+    if rep.point is not None and not 0 <= rep.point < len(points):
+        raise spec_error("report.point", rep.point, f"a sweep point from 0 to {len(points) - 1}")
     reserved = set(ExperimentFields.model_fields)
     base: dict[str, Any] = {}
     origin: dict[str, str] = {}
@@ -945,7 +949,10 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
                 section = "experiment"
             path = f"{section}.{key}" if section and section != "policy" else key
         elif key != base:
-            path = path + key[len(base):]
+            # A sweep that set one key inside a list is the origin of the whole list
+            # (sweep.workload.classes[0].tickets): the key's path goes on from the list's.
+            nested = re.search(rf"\b{re.escape(base)}\[", path)
+            path = (path[:nested.start() + len(base)] if nested else path) + key[len(base):]
         value = flat.get(base, e.value) if key != e.key else e.value
         allowed = e.allowed
         if re.match(r"^[A-Za-z]+Error: ", allowed):  # a conversion error from the bindings

@@ -474,6 +474,11 @@ def _worker_init(lock_fd: int, parent: int) -> None:
 
 
 def default_out(exp: ex.Experiment) -> Path:
+    """results/NAME (NAME-quick under --quick): a name that would lead out of results/ is
+    refused (with --out, any name will do: it is only a title then)."""
+    if "/" in exp.name or "\\" in exp.name or exp.name in (".", ".."):
+        raise spec_error("experiment.name", exp.name, "a name without / or \\ (it names the "
+                         "results directory results/NAME; or give --out)")
     return Path("results") / (exp.name + ("-quick" if exp.quick else ""))
 
 

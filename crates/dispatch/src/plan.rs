@@ -216,7 +216,12 @@ pub fn sched_attr(s: &SchedPlan, key: &str) -> Result<sys::Attr, SpecError> {
             if !(a.runtime_ns <= a.deadline_ns && a.deadline_ns <= a.period_ns) {
                 return Err(err(
                     &format!("{key}.runtime"),
-                    format!("{:?}/{:?}/{:?}", s.runtime, s.deadline, s.period),
+                    format!(
+                        "runtime {} ms, deadline {} ms, period {} ms",
+                        a.runtime_ns as f64 / 1e6,
+                        a.deadline_ns as f64 / 1e6,
+                        a.period_ns as f64 / 1e6
+                    ),
                     "runtime <= deadline <= period",
                 ));
             }

@@ -58,6 +58,14 @@ def _cpu_list(key: str, value: Any, allowed_cpus: list[int]) -> list[int]:
     return sorted(set(out))
 
 
+def _fraction(key: str, value: Any) -> float:
+    """A fraction of the CPUs, 0 to 1."""
+    v = _number(key, value, lo=0, allowed="a fraction of the CPUs, from 0 to 1")
+    if v > 1:
+        raise spec_error(key, value, "a fraction of the CPUs, from 0 to 1 (0.1: a tenth)")
+    return v
+
+
 def _number(key: str, value: Any, lo: float | None = None, integer: bool = False,
             allowed: str | None = None) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -484,7 +492,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "warmup_time": _number("warmup_time", spec.get("warmup_time", 0.0), lo=0),
         "keep_jobs": bool(spec.get("keep_jobs", True)),
         "quiet_wait": _number("quiet_wait", spec.get("quiet_wait", 5000), lo=0),
-        "noise_threshold": _number("noise_threshold", spec.get("noise_threshold", 0.1), lo=0),
+        "noise_threshold": _fraction("noise_threshold", spec.get("noise_threshold", 0.1)),
         "retry_noisy": int(_number("retry_noisy", spec.get("retry_noisy", 0), lo=0,
                                    integer=True)),
         "kernel_weights": kernel_weights,

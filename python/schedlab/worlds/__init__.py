@@ -120,7 +120,11 @@ class Translation:
         return self.where.get(key, key)
 
     def class_path(self, i: int, key: str) -> str:
-        return f"{self.path('classes')}[{i}].{key}"
+        # A sweep that sets one key inside the classes is the origin of the whole list
+        # (sweep.workload.classes[0].tickets): the path of the list is the part before it.
+        base = self.path("classes")
+        cut = base.find("classes[")
+        return f"{base[:cut + len('classes')] if cut >= 0 else base}[{i}].{key}"
 
     def note(self, key: str, value: Any, text: str) -> None:
         line = f"{self.path(key)} = {short(value)}: {text}"

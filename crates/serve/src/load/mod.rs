@@ -231,15 +231,27 @@ impl LoadSpec {
             !burst.is_empty(),
         ];
         if modes.iter().filter(|m| **m).count() != 1 {
+            let mut given: Vec<String> = Vec::new();
+            if let Some(c) = self.clients {
+                given.push(format!("clients {c}"));
+            }
+            if let Some(r) = self.rate {
+                given.push(format!("rate {r}"));
+            }
+            if let Some(a) = &self.arrival {
+                given.push(format!("arrival {a}"));
+            }
+            if !burst.is_empty() {
+                given.push("burst".into());
+            }
+            let given = if given.is_empty() {
+                "(none)".to_string()
+            } else {
+                given.join(" and ")
+            };
             return Err(err(
                 "clients",
-                format!(
-                    "clients={:?} rate={:?} arrival={:?} burst groups={}",
-                    self.clients,
-                    self.rate,
-                    self.arrival,
-                    burst.len()
-                ),
+                given,
                 "exactly one of clients (closed loop), rate/arrival (open loop) or burst",
             ));
         }
@@ -333,6 +345,24 @@ impl LoadSpec {
                      threads superpose exactly only for Poisson and constant rates)",
                 ));
             }
+        }
+        if self.jobs == Some(0) {
+            return Err(err("jobs", 0, "a whole number >= 1 of measured requests"));
+        }
+        if self.think.is_some() && !matches!(mode, Mode::Closed { .. }) {
+            return Err(err(
+                "think",
+                self.think.as_deref().unwrap_or(""),
+                "nothing: a think time is the closed loop's (clients); an open loop sends \
+                 at its rate",
+            ));
+        }
+        if self.zipf.is_some() && self.mix.is_none() && self.targets.is_none() {
+            return Err(err(
+                "zipf",
+                self.zipf.unwrap_or(0.0),
+                "a mix too: the Zipf law weighs the catalogue's files (--mix FILE)",
+            ));
         }
         if !matches!(mode, Mode::Burst { .. }) && self.jobs.is_none() && self.time.is_none() {
             return Err(err(
