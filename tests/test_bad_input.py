@@ -98,6 +98,7 @@ BAD = [
       "1.1"], "zipf"),
     (["os", "--clients", "1", "--jobs", "1", "--size", "det:1", "--noise-threshold", "5"],
      "noise_threshold"),
+    (["sim", "--size", "det:0", "--load", "0.5", "--jobs", "10"], "load"),
     (["sim", "--cpus", "0,1"], "cpus"),
     (["sim", "--cpus", "abc"], "cpus"),
     (["sim", "--spec", "/tmp"], "spec"),

@@ -118,10 +118,10 @@ MAX_REPLICATIONS = 100_000
 
 
 def replication_count(value: Any, key: str = "replications") -> int:
-    """A count of replications or workers: a whole number from 1 to MAX_REPLICATIONS."""
+    """A count of replications or workers: a whole number, 1 to MAX_REPLICATIONS."""
     if isinstance(value, bool) or not isinstance(value, int) or not \
             1 <= value <= MAX_REPLICATIONS:
-        raise spec_error(key, value, f"a whole number from 1 to {MAX_REPLICATIONS:,}")
+        raise spec_error(key, value, f"a whole number, at least 1 and at most {MAX_REPLICATIONS:,}")
     return value
 
 

@@ -550,7 +550,19 @@ impl SimSpec {
                     if !(load > 0.0 && load.is_finite()) {
                         return Err(err("load", load, "a number > 0"));
                     }
-                    Dist::Exp(mean_size / (load * cpus as f64))
+                    let mean = mean_size / (load * cpus as f64);
+                    if !(mean > 0.0 && mean.is_finite()) {
+                        // The arrival rate is the load over the mean size: none without one.
+                        return Err(err(
+                            "load",
+                            load,
+                            &format!(
+                                "sizes of a finite mean > 0 to set the arrival rate by \
+                                 (their mean is {mean_size}); or give arrival"
+                            ),
+                        ));
+                    }
+                    Dist::Exp(mean)
                 }
                 (None, None) => {
                     return Err(err(
