@@ -897,3 +897,18 @@ def test_a_schedule_too_large_for_the_report_is_named_not_written(tmp_path, monk
     assert all(sizes[r] <= cap for r in written)
     assert all(sizes[r] > cap and int(n.replace(",", "")) == sizes[r] for r, n in named)
     assert sorted(p.stem for p in (out / "report" / "traces").iterdir()) == sorted(written)
+
+
+def test_a_bad_html_path_is_refused_before_any_figure_or_directory_is_made(small, tmp_path):
+    out, _ = small
+    made = sorted(p.name for p in (out / "report").iterdir())
+    for html, why in ((tmp_path / "new" / "r.txt", "a file name ending in .html"),
+                      ("/proc/x/r.html", "a file in a directory that can be made")):
+        with pytest.raises(schedlab.SpecError) as e:
+            make_report(out, html=html)
+        assert str(e.value).startswith(f"html = {html}: expected {why}"), str(e.value)
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "d.html").mkdir()
+    with pytest.raises(schedlab.SpecError, match="a directory of that name"):
+        make_report(out, html=tmp_path / "d.html")
+    assert sorted(p.name for p in (out / "report").iterdir()) == made

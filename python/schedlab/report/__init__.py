@@ -51,6 +51,8 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
         from schedlab.files import check_writable
         from schedlab.vocabulary import spec_error
 
+        if Path(html).suffix.lower() not in (".html", ".htm"):  # before making its directory
+            check_writable("html", html, (".html", ".htm"))
         try:
             Path(html).parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
