@@ -399,6 +399,9 @@ BAD = [
     ('[workload]\njobs = 10\nload = 0.5\nclasses = [{name = "a", tickets = 1}]\n[[policy]]\n'
      'name = "lottery"\n[sweep]\n"workload.classes[0].tikets" = [1, 2]\n',
      "sweep.workload.classes[0].tikets = 1: expected a class key"),
+    # One parameter given twice in a [[policy]] (as a key and in its params table).
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "mlfq"\nlevels = 2\n'
+     'params = {levels = 3}\n', "policy[0].levels = 2: expected one value"),
     # The report's axis and point name what the sweep has.
     ('[workload]\njobs = 10\n[[policy]]\nname = "fcfs"\n[sweep]\n"workload.load" = [0.5, 0.6]\n'
      '[report]\nx = "workload.nope"\n', "report.x = workload.nope: expected a key of [sweep]"),

@@ -537,7 +537,11 @@ def _policies(config: Any) -> list[tuple[str, str, dict[str, Any], set[str]]]:
         info = _policy_info(i, entry.name)
         names = {p["name"] for p in info["params"]}
         params = dict(entry.params or {})
-        params.update(entry.model_extra or {})
+        for k, v in (entry.model_extra or {}).items():
+            if k in params:  # two values for one parameter: which was meant?
+                raise spec_error(f"policy[{i}].{k}", _short(v), f"one value: policy[{i}]."
+                                 f"params.{k} = {_short(params[k])} gives it too")
+            params[k] = v
         for k, v in params.items():
             if k not in names:
                 allowed = ", ".join(sorted(names)) or "none"

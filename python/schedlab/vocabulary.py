@@ -299,6 +299,11 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
             params[key] = value
         elif key in KEYS:
             spec[key] = typed(key, value, KEYS[key])
+        elif key in {q["name"] for p in policy_catalog() for q in p["params"]}:
+            # Another policy's parameter: said as the command line says it.
+            raise spec_error(key, value, f"a parameter of policy {name} "
+                             f"({', '.join(sorted(names))})" if names
+                             else f"no parameters for policy {name}")
         else:
             keys = ", ".join(k for k in KEYS if KEYS[k].section != "policy")
             allowed = (f"a key ({keys}) or a parameter of policy {name} "

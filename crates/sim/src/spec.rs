@@ -880,6 +880,13 @@ impl SimSpec {
                     return Err(err(&key("deadline"), d, "a number > 0"));
                 }
             }
+            if let Some(p) = c.priority.filter(|p| !p.is_finite()) {
+                return Err(err(
+                    &key("priority"),
+                    p,
+                    "a finite number (0 is the highest)",
+                ));
+            }
             let think = match &c.think {
                 Some(t) => Dist::parse(&key("think"), t)?,
                 None => global_think.clone(),
