@@ -399,6 +399,11 @@ BAD = [
     ('[workload]\njobs = 10\nload = 0.5\nclasses = [{name = "a", tickets = 1}]\n[[policy]]\n'
      'name = "lottery"\n[sweep]\n"workload.classes[0].tikets" = [1, 2]\n',
      "sweep.workload.classes[0].tikets = 1: expected a class key"),
+    # Text where a number is expected keeps its quotes: the reader sees why 300 was refused.
+    ('[workload]\njobs = "300"\nload = 0.5\n[[policy]]\nname = "fcfs"\n',
+     'workload.jobs = "300": expected a whole number'),
+    ('[workload]\njobs = 10\n[[policy]]\nlabel = "x"\n',
+     "policy[0].name = (missing): expected a value: the key is required here"),
     # One parameter given twice in a [[policy]] (as a key and in its params table).
     ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "mlfq"\nlevels = 2\n'
      'params = {levels = 3}\n', "policy[0].levels = 2: expected one value"),

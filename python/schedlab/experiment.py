@@ -310,7 +310,17 @@ def _from_pydantic(e: ValidationError, prefix: tuple[Any, ...] = ()) -> SpecErro
     msg = err["msg"]
     for head in ("Input should be ", "Value should be ", "Value error, "):
         msg = msg.removeprefix(head)
-    return spec_error(_path(loc), _short(value), msg)
+    if err["type"] == "missing":
+        msg = "a value: the key is required here"
+    return spec_error(_path(loc), _given(value, msg), msg)
+
+
+def _given(value: Any, allowed: str) -> str:
+    """The value as the message shows it: text where a number or a boolean was expected keeps
+    its quotes (`jobs = "300"`), so that the reader sees why 300 was refused."""
+    if isinstance(value, str) and re.search(r"\b(number|integer|boolean)\b", allowed):
+        return _short(json.dumps(value))
+    return _short(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -961,7 +971,10 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
         allowed = e.allowed
         if re.match(r"^[A-Za-z]+Error: ", allowed):  # a conversion error from the bindings
             allowed = f"a value of another type ({allowed})"
-        raise spec_error(path, _short(value), allowed) from None
+        # The user's own text keeps its quotes (the core's value is always text).
+        given = _given(flat[base], allowed) if key == base and isinstance(flat.get(base), str) \
+            else _short(value)
+        raise spec_error(path, given, allowed) from None
 
 
 def _culprit(flat: dict[str, Any]) -> str | None:
