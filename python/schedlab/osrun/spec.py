@@ -60,10 +60,18 @@ def _cpu_list(key: str, value: Any, allowed_cpus: list[int]) -> list[int]:
 
 def _fraction(key: str, value: Any) -> float:
     """A fraction of the CPUs, 0 to 1."""
-    v = _number(key, value, lo=0, allowed="a fraction of the CPUs, from 0 to 1")
+    allowed = "a fraction of the CPUs, from 0 to 1 (0.1: a tenth)"
+    v = _number(key, value, lo=0, allowed=allowed)
     if v > 1:
-        raise spec_error(key, value, "a fraction of the CPUs, from 0 to 1 (0.1: a tenth)")
+        raise spec_error(key, value, allowed)
     return v
+
+
+def _forkable(key: str, n: int) -> None:
+    """Refuses more processes in all than a run forks (MAX_PROCESSES)."""
+    if n > MAX_PROCESSES:
+        raise spec_error(key, n, f"at most {MAX_PROCESSES:,} processes in all (each is a forked "
+                         "worker on this machine)")
 
 
 def _number(key: str, value: Any, lo: float | None = None, integer: bool = False,
@@ -262,9 +270,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             raise spec_error("clients", "(missing)", "a number of worker processes (clients), "
                              "or batch")
         n = int(_number(key, spec[key], lo=1, integer=True))
-        if n > MAX_PROCESSES:  # before the split, which walks them one by one
-            raise spec_error(key, n, f"at most {MAX_PROCESSES:,} processes in all (each is a "
-                             "forked worker on this machine)")
+        _forkable(key, n)  # before the split, which walks them one by one
         fractions = [None if c.get("fraction") is None
                      else _number(f"classes[{i}].fraction", c["fraction"], lo=0)
                      for i, c in enumerate(classes_in)]
@@ -272,9 +278,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         one_shot = [key == "batch"] * n_classes
     if sum(counts) == 0:
         raise spec_error("clients", 0, "at least one process")
-    if sum(counts) > MAX_PROCESSES:
-        raise spec_error("classes[].clients/batch", sum(counts), f"at most {MAX_PROCESSES:,} "
-                         "processes in all (each is a forked worker on this machine)")
+    _forkable("classes[].clients/batch", sum(counts))
     if any(one_shot) and precision is not None:
         raise spec_error("precision", precision, "a workload that goes on (clients): one-shot "
                          "batch processes end by themselves")
