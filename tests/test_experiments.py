@@ -620,6 +620,21 @@ def test_batch_means_give_the_interval_of_one_long_run(tmp_path):
     assert 0 < row["half_width"] < 0.05 * 5
 
 
+def test_a_sweeps_intervals_stop_at_zero(tmp_path):
+    # Three replications of 50 jobs at load 0.5: the median wait is 0 in most runs, so the t
+    # interval across them reaches below 0; a wait is never negative, so ci_low is 0, while
+    # half_width stays the estimator's spread.
+    d = base(experiment={"name": "z", "replications": 3, "seed": 1},
+             workload={"load": 0.5, "size": "exp:1", "jobs": 50}, policy=[{"name": "fcfs"}],
+             sweep={})
+    res = schedlab.run(d, out=tmp_path / "z")
+    row = res.metric("wait_p50").iloc[0]
+    assert row["n"] == 3 and row["mean"] - row["half_width"] < 0
+    assert row["ci_low"] == 0.0 and row["ci_high"] == pytest.approx(row["mean"]
+                                                                     + row["half_width"])
+    assert (res.stats.dropna(subset=["ci_low"])["ci_low"] >= 0).all()
+
+
 # ---------------------------------------------------------------------------------------------
 # Docs cannot drift from the validator
 # ---------------------------------------------------------------------------------------------

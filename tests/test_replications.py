@@ -69,6 +69,21 @@ def test_the_summary_is_the_mean_across_runs_with_a_student_t_interval():
     assert list(frame["seed"]) == rep.seeds
 
 
+def test_an_interval_across_replications_stops_at_zero():
+    # Three short runs: the t interval of the median wait (0 in one run, 0.12 ms in another)
+    # reaches below 0; a wait is never negative, so it is cut there, as a run's own is.
+    rep = schedlab.simulate("fcfs", load=0.5, size="exp:1", jobs=50, replications=3,
+                            keep_jobs=False)
+    s = rep.summary
+    x = np.array([r.summary["wait_p50"] for r in rep.runs])
+    half = st.t.ppf(0.975, 2) * x.std(ddof=1) / math.sqrt(3)
+    assert x.mean() - half < 0 < x.mean() + half
+    assert s["wait_p50_ci"] == pytest.approx([0.0, x.mean() + half], rel=1e-12)
+    iv = rep.interval("wait_p50")
+    assert iv.low == 0.0 and iv.high == pytest.approx(x.mean() + half, rel=1e-12)
+    assert all(v[0] >= 0 for k, v in s.items() if k.endswith("_ci"))
+
+
 def test_the_default_seed_is_the_cores():
     a = schedlab.simulate("fcfs", load=0.7, jobs=3_000, keep_jobs=False)
     b = schedlab.simulate("fcfs", load=0.7, jobs=3_000, keep_jobs=False, seed=DEFAULT_SEED)

@@ -152,6 +152,24 @@ def test_edge_cases_have_one_answer():
     assert math.isnan(s["context_switches"]) and s["migrations"] > 0
 
 
+def test_an_interval_never_reaches_below_zero():
+    """A response time or a wait is never negative: a short run's interval stops at 0
+    (cutting away what the quantity cannot take keeps the coverage). This run's sections
+    give the median response a symmetric interval reaching below 0 and the median wait,
+    which is 0, one around it."""
+    s = schedlab.simulate("fcfs", load=0.5, size="exp:1", jobs=100, seed=1).summary
+    q, (low, high) = s["response_p50"], s["response_p50_ci"]
+    assert 2 * q - high < 0 < q < high  # the interval before the cut: centred on q
+    assert low == 0.0
+    assert s["wait_p50"] == 0.0 and s["wait_p50_ci"][0] == 0.0 < s["wait_p50_ci"][1]
+    # The precision is the estimator's spread, taken before the cut.
+    mlow, mhigh = s["response_mean_ci"]
+    assert s["response_mean_precision"] >= (mhigh - mlow) / 2 / s["response_mean"]
+    for key, value in s.items():
+        if key.endswith("_ci"):
+            assert value[0] >= 0.0, key
+
+
 @pytest.mark.parametrize("spec", [
     {"policy": "rr", "quantum": 2, "clients": 6, "think": "exp:3", "size": "exp:2",
      "jobs": 20_000, "classes": [{"name": "a", "fraction": 0.5}, {"name": "b", "size": "exp:5"}],

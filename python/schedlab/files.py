@@ -38,10 +38,11 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
 
 
 def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE_SUFFIXES,
-                   kind: str = "") -> None:
+                   kind: str = "", make_parent: bool = False) -> None:
     """Refuses, before any work, an output that could not be written: a name without one of
     `suffixes` (a table's .csv or .parquet by default; `()`: any name), a directory's name, or
-    a directory that does not exist or does not take new files."""
+    a directory that does not exist (`make_parent`: that cannot be made) or does not take new
+    files. The name is checked before any directory is made."""
     if not isinstance(path, str | os.PathLike):
         raise spec_error(key, repr(path), f"a file's path (given: {type(path).__name__})")
     path = Path(path)
@@ -51,6 +52,12 @@ def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE
     if path.is_dir():
         raise spec_error(key, str(path), "a file to write (a directory of that name is there)")
     parent = path.parent
+    if make_parent and not parent.is_dir():
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise spec_error(key, str(path), f"a file in a directory that can be made "
+                             f"({e.strerror})") from None
     if not parent.is_dir():
         raise spec_error(key, str(path), f"a file in an existing directory ({parent} is not one)")
     try:

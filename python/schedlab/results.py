@@ -5,6 +5,7 @@ the run summary."""
 from __future__ import annotations
 
 import html
+import math
 import os
 import platform
 from dataclasses import dataclass, field
@@ -223,10 +224,13 @@ class Replications:
     confidence: float = 0.95
 
     def interval(self, metric: str) -> Any:
-        """Mean and Student-t half-width of `metric` across the runs (`schedlab.stats`)."""
+        """Mean and Student-t half-width of `metric` across the runs (`schedlab.stats`); a
+        summary's number (0 or more) has its interval cut at 0."""
         from schedlab.stats import t_interval  # scipy: not at import time
+        from schedlab.vocabulary import nonnegative
 
-        return t_interval([r.summary.get(metric) for r in self.runs], self.confidence)
+        return t_interval([r.summary.get(metric) for r in self.runs], self.confidence,
+                          floor=0.0 if nonnegative(metric) else -math.inf)
 
     @property
     def summaries(self) -> pd.DataFrame:

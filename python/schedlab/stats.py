@@ -19,10 +19,13 @@ class Interval:
     n: int
     std: float
     method: str  # "replications", "batch means" or "single run"
+    # The least value the quantity can take (0 for a time): the interval stops there.
+    floor: float = -math.inf
 
     @property
     def low(self) -> float:
-        return self.mean - self.half_width
+        low = self.mean - self.half_width
+        return self.floor if low < self.floor else low
 
     @property
     def high(self) -> float:
@@ -42,18 +45,19 @@ def t_half_width(n: Any, std: Any, confidence: float = 0.95) -> Any:
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95,
-               method: str = "replications") -> Interval:
-    """Mean and Student-t half-width of i.i.d. values (replications with different seeds)."""
+               method: str = "replications", floor: float = -math.inf) -> Interval:
+    """Mean and Student-t half-width of i.i.d. values (replications with different seeds);
+    `floor`: the least value the quantity can take, where the interval's low end stops."""
     x = np.asarray([v for v in values if v is not None], dtype=float)
     x = x[np.isfinite(x)]
     n = len(x)
     if n == 0:
-        return Interval(math.nan, math.nan, 0, math.nan, method)
+        return Interval(math.nan, math.nan, 0, math.nan, method, floor)
     mean = float(x.mean())
     if n < 2:
-        return Interval(mean, math.nan, 1, math.nan, "single run")
+        return Interval(mean, math.nan, 1, math.nan, "single run", floor)
     std = float(x.std(ddof=1))
-    return Interval(mean, float(t_half_width(n, std, confidence)), n, std, method)
+    return Interval(mean, float(t_half_width(n, std, confidence)), n, std, method, floor)
 
 
 # Counts that add up across replications; every other number is averaged.
@@ -66,8 +70,9 @@ def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: S
                         confidence: float = 0.95) -> dict[str, Any]:
     """The summary of independent replications from their run summaries alone (no table):
     counts added up, every other number averaged, and a Student-t interval across the runs
-    (`KEY_ci`) for every metric a single run gives an interval for. What
-    `Replications.summary` and `schedlab sim --replications` show."""
+    (`KEY_ci`) for every metric a single run gives an interval for, cut at 0 like the run's
+    own (they are times). What `Replications.summary` and `schedlab sim --replications`
+    show."""
     first = summaries[0]
     out: dict[str, Any] = {}
     for key, value in first.items():
@@ -76,11 +81,12 @@ def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: S
         values = [s.get(key) for s in summaries]
         out[key] = int(sum(values)) if key in ADDITIVE else float(np.mean(values))
         if f"{key}_ci" in first:
-            iv = t_interval(values, confidence)
+            iv = t_interval(values, confidence, floor=0.0)
             out[key] = iv.mean
             out[f"{key}_ci"] = [iv.low, iv.high]
-    low, high = out.get("response_mean_ci", [math.nan, math.nan])
-    out["response_mean_precision"] = (high - low) / 2 / abs(out["response_mean"])
+    # The estimator's spread, as one run's: the half-width before the cut at 0.
+    half = t_interval([s.get("response_mean") for s in summaries], confidence).half_width
+    out["response_mean_precision"] = half / abs(out["response_mean"])
     out["policy"], out["cpus"], out["seed"] = first["policy"], first["cpus"], seed
     out["replications"] = len(summaries)
     out["seeds"] = list(seeds)

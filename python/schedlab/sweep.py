@@ -56,7 +56,7 @@ from schedlab.store import FORMAT, MANIFEST, RUNS
 from schedlab.theory import spec_cdf as theory_cdf  # noqa: F401  (the report reads it here)
 from schedlab.theory import spec_mean as theory_for
 from schedlab.theory import spec_quantile as theory_quantile
-from schedlab.vocabulary import spec_error
+from schedlab.vocabulary import nonnegative, spec_error
 
 MANIFEST_EVERY = 1.0  # seconds between manifest rewrites while running
 KEY_COLUMNS = ["world", "point", "label", "policy", "replication", "seed", "run"]
@@ -890,6 +890,10 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
                 half[i, j], std[i, j], n[i, j], method[i, j] = (iv.half_width, iv.std, iv.n,
                                                                   iv.method)
                 low[i, j], high[i, j] = mean[i, j] - iv.half_width, mean[i, j] + iv.half_width
+    # Every number of a summary is 0 or more: its interval stops at 0 (`half_width` stays the
+    # estimator's spread).
+    floored = np.array([nonnegative(m) for m in metrics], dtype=bool)
+    low = np.where(floored & (low < 0), 0.0, low)
     out = []
     cols = ["world", "point", *exp.sweep_keys, "label", "policy"]
     for i, row in firsts.iterrows():

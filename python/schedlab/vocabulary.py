@@ -24,7 +24,7 @@ __all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", 
            "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
            "param_value", "as_dist", "cpu_list", "DEFAULT_SEED", "replication_seed",
            "replication_count", "SUMMARY_UNITS", "WORLD_SUMMARY_UNITS", "LOAD_SUMMARY_UNITS",
-           "summary_units", "in_time_unit"]
+           "summary_units", "in_time_unit", "nonnegative"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,14 @@ def summary_units(summary: dict[str, Any]) -> dict[str, str]:
     """The units of a summary's numbers: the core's keys and each real world's own."""
     return {k: SUMMARY_UNITS.get(k) or WORLD_SUMMARY_UNITS[k] for k in summary
             if k in SUMMARY_UNITS or k in WORLD_SUMMARY_UNITS}
+
+
+def nonnegative(key: str) -> bool:
+    """Whether `key` is a number of a summary: every one of them (times, counts, rates,
+    ratios, bytes) is 0 or more by definition, so an interval of it is cut at 0 (cutting
+    away values the quantity cannot take keeps an interval's coverage)."""
+    unit = SUMMARY_UNITS.get(key) or WORLD_SUMMARY_UNITS.get(key)
+    return unit is not None and unit not in ("text", "bool")
 
 
 def in_time_unit(unit: str, time_unit: str = "ms") -> str:

@@ -186,6 +186,17 @@ impl Interval {
     pub fn pair(&self) -> [f64; 2] {
         [self.low, self.high]
     }
+
+    /// The interval cut to values the quantity can take (`floor` and above: a response time
+    /// or a wait is never negative). Cutting away values the quantity cannot take keeps the
+    /// coverage; a short run's interval would otherwise reach below 0.
+    pub fn at_least(mut self, floor: f64) -> Interval {
+        // A NaN bound stays NaN: `f64::max` would turn it into `floor`.
+        if self.low < floor {
+            self.low = floor;
+        }
+        self
+    }
 }
 
 /// The batch structure chosen for a series: `batches` means of `size` observations each.
@@ -575,6 +586,20 @@ mod tests {
             .collect();
         let t = mser5(&slow);
         assert!(!t.valid && t.discard >= 400, "{t:?}");
+    }
+
+    #[test]
+    fn an_interval_is_cut_at_the_least_value_and_keeps_a_nan() {
+        let iv = Interval {
+            low: -0.5,
+            high: 3.0,
+            batches: 3,
+            batch_size: 8,
+            uncorrelated: false,
+        };
+        assert_eq!(iv.at_least(0.0).pair(), [0.0, 3.0]);
+        assert_eq!(iv.at_least(-1.0).pair(), [-0.5, 3.0]);
+        assert!(Interval::NONE.at_least(0.0).low.is_nan());
     }
 
     #[test]

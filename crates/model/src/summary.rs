@@ -547,10 +547,18 @@ impl Summarizer {
         let rmean = self
             .response_series
             .mean_interval(self.response.mean_or_nan());
-        let rq = self.response_series.quantile_intervals(&PERCENTILES, &qr);
-        let wmean = self.wait_series.mean_interval(self.wait.mean_or_nan());
-        let wq = self.wait_series.quantile_intervals(&PERCENTILES, &qw);
+        // The precision is the estimator's spread, taken before the intervals are cut at 0.
         let response_mean_precision = rmean.half_width() / self.response.mean_or_nan().abs();
+        let rmean = rmean.at_least(0.0);
+        let cut_at_zero = |ivs: Vec<Interval>| -> Vec<Interval> {
+            ivs.into_iter().map(|iv| iv.at_least(0.0)).collect()
+        };
+        let rq = cut_at_zero(self.response_series.quantile_intervals(&PERCENTILES, &qr));
+        let wmean = self
+            .wait_series
+            .mean_interval(self.wait.mean_or_nan())
+            .at_least(0.0);
+        let wq = cut_at_zero(self.wait_series.quantile_intervals(&PERCENTILES, &qw));
         let precision = c.precision.unwrap_or(f64::NAN);
         let precision_reached = c
             .precision

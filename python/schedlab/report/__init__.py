@@ -47,18 +47,10 @@ def report_context(res: Any) -> Context:
 def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     """Draws every plot the experiment asks for; returns the HTML file's path."""
     res = load_results(directory)
-    if html:  # refused before any figure is written; its directory is made as before
+    if html:  # refused before any figure is written; its directory is made if missing
         from schedlab.files import check_writable
-        from schedlab.vocabulary import spec_error
 
-        if Path(html).suffix.lower() not in (".html", ".htm"):  # before making its directory
-            check_writable("html", html, (".html", ".htm"))
-        try:
-            Path(html).parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise spec_error("html", str(html), f"a file in a directory that can be made "
-                             f"({e.strerror})") from None
-        check_writable("html", html, (".html", ".htm"))
+        check_writable("html", html, (".html", ".htm"), make_parent=True)
     ctx = report_context(res)
     cfg = ctx.cfg
     fig_dir = Path(directory) / "report"

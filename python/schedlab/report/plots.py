@@ -741,9 +741,8 @@ def classes(ctx: Context) -> Plot:
     if not cl.empty and cl["class"].nunique() > 1:
         rows = []
         for (world, label, cls), g in cl.groupby(["world", "label", "class"], sort=False):
-            iv = t_interval(g["response_mean"].tolist())
-            rows.append((world, label, str(cls), iv.mean,
-                         0.0 if math.isnan(iv.half_width) else iv.half_width))
+            iv = t_interval(g["response_mean"].tolist(), floor=0.0)
+            rows.append((world, label, str(cls), iv.mean, _error_bar(iv)))
         caption = ("Mean response time per job class, averaged over replications with "
                    "confidence intervals.")
         groups = list(dict.fromkeys(r[2] for r in rows))
@@ -761,9 +760,8 @@ def classes(ctx: Context) -> Plot:
         for (world, label), df in jobs.items():
             for name, mask in ((f"small (size <= {lo:.3g}, half of jobs)", df["size"] <= lo),
                                (f"large (size >= {hi:.3g}, top 10%)", df["size"] >= hi)):
-                iv = t_interval(df.loc[mask, "response"].tolist())
-                rows.append((world, label, name, iv.mean,
-                             0.0 if math.isnan(iv.half_width) else iv.half_width))
+                iv = t_interval(df.loc[mask, "response"].tolist(), floor=0.0)
+                rows.append((world, label, name, iv.mean, _error_bar(iv)))
         caption = ("Mean response time of the smallest half and the largest tenth of jobs "
                    "(stored per-job rows of every replication); intervals treat jobs as "
                    "independent, so they are optimistic.")
@@ -773,7 +771,7 @@ def classes(ctx: Context) -> Plot:
     for ax, grp in zip(axes[0], groups, strict=True):
         sub = [r for r in rows if r[2] == grp]
         pos = np.arange(len(sub))
-        ax.bar(pos, [r[3] for r in sub], yerr=[r[4] for r in sub], capsize=3,
+        ax.bar(pos, [r[3] for r in sub], yerr=np.array([r[4] for r in sub]).T, capsize=3,
                color=[colors.get(r[1]) for r in sub], alpha=0.85)
         ax.set_xticks(pos, [r[1] + (f" [{r[0]}]" if len(ctx.worlds) > 1 else "") for r in sub],
                       rotation=20)
@@ -781,6 +779,13 @@ def classes(ctx: Context) -> Plot:
         ax.set_ylabel(ctx.label("response_mean"))
     fig.suptitle(title + ctx.point_desc())
     return Plot("classes", title, caption, fig)
+
+
+def _error_bar(iv: Any) -> tuple[float, float]:
+    """An interval as a bar's error below and above its mean (none without an interval)."""
+    if math.isnan(iv.half_width):
+        return 0.0, 0.0
+    return iv.mean - iv.low, iv.high - iv.mean
 
 
 def cdf_points(n: int, keep: int | None = None, most: int = CDF_PANELS) -> list[int]:
