@@ -248,7 +248,7 @@ def main() -> None:
                                     url, args.duration, 1, args.connections, gen_cpu)
                             else:
                                 s = schedlab_load(url, args.duration, args.connections, gen_cpu)
-                                row["schedlab"] = s["throughput"]
+                                row["schedlab"] = s["throughput_rps"]
                                 row["schedlab_per_cpu_s"] = s["requests"] / s["cpu_s"]
                         row["ratio"] = row["schedlab"] / row["wrk"]
                         runs.append(row)

@@ -473,19 +473,24 @@ def test_load_command_writes_the_common_schema(root: Path, tmp_path: Path) -> No
     out, hlog = tmp_path / "req.csv", tmp_path / "lat.hlog"
     try:
         p = subprocess.run([SCHEDLAB, "load", "--url", srv.url, "--clients", "4", "--think",
-                            "exp:1", "--jobs", "400", "--mix", str(mix), "--out", str(out),
-                            "--hdr-log", str(hlog), "--json"],
+                            "exp:1", "--jobs", "400", "--warmup", "100", "--mix", str(mix),
+                            "--out", str(out), "--hdr-log", str(hlog), "--json"],
                            capture_output=True, text=True, env=cli_env(), timeout=60)
     finally:
         srv.stop()
     assert p.returncode == 0, p.stderr
     assert p.stderr == ""  # no progress line when stderr is not a terminal
     s = json.loads(p.stdout)
-    assert (s["requests"], s["errors"], s["mode"]) == (400, 0, "closed")
-    assert numbers_of(s) <= set(s["units"]) and s["units"]["throughput"] == "requests/s"
+    assert (s["requests"], s["errors"], s["mode"], s["warmup"]) == (400, 0, "closed", 100)
+    assert numbers_of(s) <= set(s["units"]) and s["units"]["throughput_rps"] == "requests/s"
     import pandas as pd
 
     df = pd.read_csv(out)
+    # Throughput over the measured requests' own interval (the warm-up's time left out):
+    # from the first one's intended send to the last completion (ms in the table).
+    window_s = (df["completion"].max() - df["arrival"].min()) / 1e3
+    assert s["throughput_rps"] == pytest.approx(400 / window_s, rel=1e-6)
+    assert s["duration"] / 1e3 > window_s * 1.1  # the warm-up took a fifth of the requests
     assert list(df.columns[: len(JOB_COLUMNS)]) == JOB_COLUMNS
     assert len(df) == 400 and set(df["client"]) == {0, 1, 2, 3}
     assert set(df["path"]) == {"/1k.bin", "/small.txt"}

@@ -74,7 +74,7 @@ def server_summary(jobs: pd.DataFrame) -> dict:
     ok = jobs.assign(service=jobs["size"], error=0)
     s = {"duration": float(jobs["completion"].max()), "warmup": 0, "sent": len(jobs),
          "missed_sends": 0, "errors": 0, "errors_by_kind": {}, "status": {"200": len(jobs)},
-         "bytes": 0, "throughput": 0.0, "offered_rate": 0.0, "response_p999": 0.0,
+         "bytes": 0, "throughput_rps": 0.0, "offered_rate": 0.0, "response_p999": 0.0,
          "connections": 4}
     stats = {"busy_ms": [float(jobs["size"].sum())], "served": len(jobs), "aborted": 0,
              "errors": {}, "drained": True}

@@ -771,8 +771,9 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
     summary.update({
         "world": "server", "missed_sends": int(s["missed_sends"]), "errors": int(s["errors"]),
         "errors_by_kind": s["errors_by_kind"], "status": s["status"], "bytes": int(s["bytes"]),
-        "duration": duration, "throughput_rps": s["throughput"], "offered_rate": s["offered_rate"],
-        "response_p999": s["response_p999"], "connections": int(s["connections"]),
+        "duration": duration, "throughput_rps": s["throughput_rps"],
+        "offered_rate": s["offered_rate"], "response_p999": s["response_p999"],
+        "connections": int(s["connections"]),
         "server_served": int(stats.get("served", 0)),
         "server_aborted": int(stats.get("aborted", 0)),
         "server_errors": stats.get("errors", {}), "server_drained": bool(stats.get("drained")),
@@ -961,7 +962,7 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
     return cfg
 
 
-LOAD_ROWS = [("requests", "requests"), ("throughput", "requests/s"),
+LOAD_ROWS = [("requests", "requests"), ("throughput_rps", "throughput (requests/s)"),
              ("response_mean", "response mean (ms)"), ("response_p50", "response p50 (ms)"),
              ("response_p90", "response p90 (ms)"), ("response_p99", "response p99 (ms)"),
              ("response_p999", "response p99.9 (ms)"), ("response_max", "response max (ms)"),

@@ -78,7 +78,7 @@ WORLD_SUMMARY_UNITS: dict[str, str] = {
 LOAD_SUMMARY_UNITS: dict[str, str] = {
     "requests": "count", "errors": "count", "sent": "count", "missed_sends": "count",
     "warmup": "count", "bytes": "bytes", "duration": "ms", "sending_ended": "ms",
-    "throughput": "requests/s", "offered_rate": "requests/s", "connections": "count",
+    "throughput_rps": "requests/s", "offered_rate": "requests/s", "connections": "count",
     "threads": "count", "start_ns": "ns", "precision": "ratio",
     "response_mean_precision": "ratio",
     **{f"response_{q}": "ms" for q in ("mean", "std", "p50", "p90", "p95", "p99", "p999",

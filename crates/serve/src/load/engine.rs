@@ -77,6 +77,8 @@ pub struct ThreadOut {
     /// When this thread stopped sending (its time, its quota, the precision rule, its script).
     pub stopped_ns: u64,
     pub warm_done: u64,
+    /// The earliest intended send of a measured request (`u64::MAX`: none).
+    pub first_measured_ns: u64,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -246,6 +248,7 @@ impl<'a> Engine<'a> {
                 last_done_ns: 0,
                 stopped_ns: 0,
                 warm_done: 0,
+                first_measured_ns: u64::MAX,
             },
         })
     }
@@ -971,6 +974,7 @@ impl<'a> Engine<'a> {
                 self.progress.errors.fetch_add(1, Relaxed);
             }
             self.out.last_done_ns = self.out.last_done_ns.max(now);
+            self.out.first_measured_ns = self.out.first_measured_ns.min(rec.intended);
             if self.cfg.keep_requests {
                 self.out.done.push(rec);
             }

@@ -541,8 +541,9 @@ pub struct LoadSummary {
     /// ms from the start to the moment the last thread stopped sending (its time, its quota or
     /// the precision rule); the requests in flight then were still served.
     pub sending_ended: f64,
-    /// Completed requests per second.
-    pub throughput: f64,
+    /// Measured requests completed per second of the measured interval: from the first
+    /// measured request's intended send (after the warm-up) to the last completion.
+    pub throughput_rps: f64,
     /// Requests per second asked for (open loop), else NaN.
     pub offered_rate: f64,
     pub response_mean: f64,
@@ -703,6 +704,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
     };
     let mut errors = [0u64; 5];
     let mut last_done = start_ns;
+    let mut first_measured = u64::MAX;
     let mut stopped = start_ns;
     let mut recs: Vec<Rec> = Vec::new();
     for o in outs {
@@ -728,6 +730,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
             errors[i] += e;
         }
         last_done = last_done.max(o.last_done_ns);
+        first_measured = first_measured.min(o.first_measured_ns);
         stopped = stopped.max(o.stopped_ns);
         recs.extend(o.done);
     }
@@ -740,8 +743,10 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
     s.requests = hist.len();
     s.duration = ms_since(start_ns, last_done);
     s.sending_ended = ms_since(start_ns, stopped);
-    s.throughput = if s.duration > 0.0 {
-        s.requests as f64 / (s.duration / 1e3)
+    // The warm-up's time is not the measured requests' own: it is left out of the interval.
+    let measured_ms = ms_since(first_measured.min(last_done), last_done);
+    s.throughput_rps = if measured_ms > 0.0 {
+        s.requests as f64 / (measured_ms / 1e3)
     } else {
         f64::NAN
     };
