@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 
 import pytest
@@ -23,11 +24,19 @@ def four() -> Comparison:
                              **SPEC)
 
 
-def test_each_row_is_the_policy_run_alone(four):
+def test_each_row_is_the_policy_run_alone_on_the_same_measured_jobs(four):
+    # Every policy leaves out the largest warm-up any of them finds alone (warmup = "auto"),
+    # and is then the policy run alone with that warm-up, to the bit.
     assert four.labels == ["FCFS", "SRPT", "PS", "RR quantum=5"]
-    for (name, params), result in zip([("fcfs", {}), ("srpt", {}), ("ps", {}),
-                                       ("rr", {"quantum": 5})], four.results, strict=True):
-        alone = schedlab.simulate(policy=name, keep_jobs=False, **params, **SPEC).summary
+    cases = [("fcfs", {}), ("srpt", {}), ("ps", {}), ("rr", {"quantum": 5})]
+    own = [schedlab.simulate(policy=name, keep_jobs=False, **params, **SPEC)
+           .summary["warmup_jobs"] for name, params in cases]
+    cut = max(own)
+    assert len(set(own)) > 1  # the policies alone would measure different jobs
+    for (name, params), result in zip(cases, four.results, strict=True):
+        assert result.summary["warmup_jobs"] == cut
+        alone = schedlab.simulate(policy=name, keep_jobs=False, warmup=cut, **params,
+                                  **SPEC).summary
         assert result.summary["response_mean"] == alone["response_mean"]
         assert result.summary["response_p99"] == alone["response_p99"]
 
@@ -75,6 +84,12 @@ def test_replications_give_student_t_intervals():
     assert row["response_mean_low"] == pytest.approx(iv.mean - iv.half_width, rel=1e-12)
     # The same seeds for both policies, replication by replication.
     assert c.results[0].seeds == c.results[1].seeds
+    # And the same measured jobs, replication by replication: the larger of the two cuts.
+    for i, seed in enumerate(c.results[0].seeds):
+        own = [schedlab.simulate(policy=p, keep_jobs=False, **{**SPEC, "jobs": 20_000,
+                                                               "seed": seed})
+               .summary["warmup_jobs"] for p in ("fcfs", "sjf")]
+        assert [r.runs[i].summary["warmup_jobs"] for r in c.results] == [max(own)] * 2
 
 
 def test_the_command_prints_one_table_and_json():
@@ -88,6 +103,7 @@ def test_the_command_prints_one_table_and_json():
     assert "response mean" in out.stdout and "[95% interval]" in out.stdout
     assert "theory" in out.stdout and "(ms)" in out.stdout
     assert "common random numbers" in out.stdout
+    assert re.search(r"measured on the same jobs \(the first [\d,]+ jobs left out", out.stdout)
     # Repeated flags compare too (the last one no longer wins silently), with a shared
     # parameter going to the policies that have it.
     out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs", "--policy", "rr", "--quantum",
@@ -98,6 +114,8 @@ def test_the_command_prints_one_table_and_json():
     assert data["policies"] == ["FCFS", "RR quantum=2"]
     assert data["units"]["response_p99"] == "ms"
     assert [r["policy"] for r in data["rows"]] == data["policies"]
+    assert len({r["warmup_jobs"] for r in data["rows"]}) == 1
+    assert data["units"]["warmup_jobs"] == "count"
     assert data["rows"][0]["theory_response_mean"] == pytest.approx(2.0, rel=1e-9)
 
 

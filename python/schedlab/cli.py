@@ -254,7 +254,8 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
     console = Console(width=max(Console().width, 150))
     console.print(table)
     console.print(f"The same arrivals and sizes for every policy (seed {c.seed}: common random "
-                  f"numbers). 95% intervals: {c.interval_method}. Theory: the closed form for "
+                  f"numbers), measured on the same jobs ({c.warmup_text()}). 95% intervals: "
+                  f"{c.interval_method}. Theory: the closed form for "
                   "the queue described (schedlab.theory), — where there is none.")
     for name, r in zip(c.labels, c.results, strict=True):
         runs = r.runs if replications > 1 else [r]

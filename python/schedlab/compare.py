@@ -1,8 +1,10 @@
 """Policies compared on one workload, the first thing anyone does with a simulator:
 `schedlab sim --policy fcfs,srpt,ps,rr:quantum=5` and `simulate(policy=["fcfs", "srpt"])`.
 
-Every policy sees the same arrivals and sizes (the same seeds: common random numbers), so the
-differences in the table are the policies', not noise. Each row carries its 95% interval
+Every policy sees the same arrivals and sizes (the same seeds: common random numbers) and is
+measured on the same jobs (with `warmup = "auto"`, every policy of one replication leaves out
+the largest truncation any of them finds, as in an experiment file), so the differences in
+the table are the policies', not noise. Each row carries its 95% interval
 (batch means within one run, or Student t across `replications`) and the closed form where
 `schedlab.theory` has one for the queue the spec describes.
 """
@@ -81,6 +83,14 @@ class Comparison:
             out[key] = None if value is None else float(value)
         return out
 
+    def warmup_text(self) -> str:
+        """The jobs every policy left out at the start, in words."""
+        runs = [r.runs if isinstance(r, Replications) else [r] for r in self.results]
+        cuts = sorted({int(run.summary["warmup_jobs"]) for run in runs[0]})
+        jobs = f"{cuts[0]:,} jobs" if len(cuts) == 1 else \
+            f"{cuts[0]:,} to {cuts[-1]:,} jobs, by replication,"
+        return f"the first {jobs} left out of every policy's measure"
+
     @property
     def interval_method(self) -> str:
         if self.replications > 1:
@@ -88,8 +98,9 @@ class Comparison:
         return "batch means within the run"
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per policy: the metrics, `KEY_low`/`KEY_high` of their 95% intervals and
-        `theory_KEY` (None without a closed form)."""
+        """One dict per policy: the metrics, `KEY_low`/`KEY_high` of their 95% intervals,
+        `theory_KEY` (None without a closed form), the jobs measured and those left out at
+        the start (`warmup_jobs`: the same for every policy)."""
         out = []
         for name, result in zip(self.labels, self.results, strict=True):
             s = result.summary
@@ -100,7 +111,7 @@ class Comparison:
             for key, _ in PLAIN:
                 row[key] = s[key]
             row.update({f"theory_{k}": v for k, v in self.theory(name).items()})
-            row["jobs"] = s["jobs"]
+            row["jobs"], row["warmup_jobs"] = s["jobs"], s["warmup_jobs"]
             out.append(row)
         return out
 
@@ -119,7 +130,7 @@ class Comparison:
             units.update({key: unit, f"{key}_low": unit, f"{key}_high": unit})
         units.update({key: SUMMARY_UNITS[key] for key, _ in PLAIN})
         units.update({f"theory_{key}": SUMMARY_UNITS[key] for key in THEORY})
-        units["jobs"] = SUMMARY_UNITS["jobs"]
+        units["jobs"] = units["warmup_jobs"] = SUMMARY_UNITS["jobs"]
         return units
 
     def __repr__(self) -> str:
@@ -191,7 +202,7 @@ def compare(policy: Any, *, replications: int = 1, workers: int | None = None,
         results: list[Result | Replications] = sim.run_replications_many(specs, replications,
                                                                          workers)
     else:
-        results = list(sim.run_many(specs, workers))
+        results = list(sim.run_many(specs, workers, common_warmup=True))
     seed = int(kwargs.get("seed", DEFAULT_SEED))
     return Comparison(labels=labels, results=results, specs=specs, replications=replications,
                       seed=seed)

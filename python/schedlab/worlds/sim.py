@@ -321,14 +321,37 @@ def run_replication_summaries(spec: dict[str, Any], replications: int,
     return [raw["summary"] for raw in _core.simulate_many(runs, workers)]
 
 
+def common_warmups(runs: list[list[dict[str, Any]]], workers: int | None = None) -> None:
+    """Policies compared on the same seeds discard the same jobs, as in an experiment file:
+    `runs[p][r]` is the core spec of policy `p` in replication `r`; every policy of one
+    replication gets the largest truncation any of them finds (its pilots, with `warmup =
+    "auto"`), so that all are measured on the same jobs and common random numbers pair them
+    job by job (each policy's transient is then over). In place; a `warmup_time` is common
+    already and is left as given."""
+    if len(runs) < 2 or any(r.get("warmup_time") is not None for rs in runs for r in rs):
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    flat = [r for rs in runs for r in rs]
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # the core leaves the GIL
+        found = iter(pool.map(lambda r: int(_core.warmup(r)), flat))
+    own = [[next(found) for _ in rs] for rs in runs]
+    for i in range(len(runs[0])):
+        common = max(jobs[i] for jobs in own)
+        for rs in runs:
+            rs[i]["warmup"] = common
+
+
 def run_replications_many(specs: list[dict[str, Any]], replications: int,
                           workers: int | None = None) -> list[Replications]:
     """Replications of several specs (the policies of a comparison) in one pool of threads:
-    every run of every spec keeps a core busy until all are done."""
+    every run of every spec keeps a core busy until all are done; the policies of one
+    replication discard the same jobs (`common_warmups`)."""
     from schedlab.results import Replications, Result
 
     specs = [{"keep_jobs": True, **spec} for spec in specs]
     runs = [replication_specs(spec, replications) for spec in specs]
+    common_warmups(runs, workers)
     raws = iter(_core.simulate_many([r for rs in runs for r in rs], workers))
     return [Replications(runs=[Result.from_core(next(raws), r) for r in rs],
                          seed=int(spec.get("seed", DEFAULT_SEED)),
@@ -336,11 +359,16 @@ def run_replications_many(specs: list[dict[str, Any]], replications: int,
             for spec, rs in zip(specs, runs, strict=True)]
 
 
-def run_many(specs: list[dict[str, Any]], workers: int | None = None) -> list[Result]:
-    """Several one-run specs on `workers` threads (default every core), as `run` each."""
+def run_many(specs: list[dict[str, Any]], workers: int | None = None,
+             common_warmup: bool = False) -> list[Result]:
+    """Several one-run specs on `workers` threads (default every core), as `run` each;
+    `common_warmup`: they are policies compared on one workload and seed, and discard the
+    same jobs (`common_warmups`)."""
     from schedlab.results import Result
 
     cores = [core_spec({"keep_jobs": True, **spec}) for spec in specs]
+    if common_warmup:
+        common_warmups([[c] for c in cores], workers)
     return [Result.from_core(raw, c)
             for raw, c in zip(_core.simulate_many(cores, workers), cores, strict=True)]
 
