@@ -129,3 +129,43 @@ def test_the_command_line_runs_replications(tmp_path):
                          capture_output=True, text=True, timeout=60, env=cli_env())
     assert bad.returncode == 2 and "replications = 0" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+CLASSES_SPEC = ('policy = "fcfs"\nload = 0.7\nsize = "exp:1"\njobs = 3000\nseed = 5\n'
+                '[[classes]]\nname = "small"\nfraction = 0.7\nsize = "exp:0.5"\n'
+                '[[classes]]\nname = "big"\nsize = "exp:2"\n')
+
+
+@pytest.mark.parametrize("table", [False, True])
+def test_the_class_table_of_replications_and_of_one_run_in_json(tmp_path, table):
+    # With or without a table to write (two paths through the command): the class table is
+    # in --json and in the text, counts added up and means averaged over the replications.
+    spec = tmp_path / "classes.toml"
+    spec.write_text(CLASSES_SPEC)
+    extra = ["--jobs-out", str(tmp_path / "jobs.csv")] if table else []
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        p = subprocess.run([SCHEDLAB, "sim", "--spec", str(spec), *args, *extra],
+                           capture_output=True, text=True, timeout=120, env=cli_env())
+        assert p.returncode == 0, p.stderr
+        return p
+
+    rep = schedlab.simulate(policy="fcfs", load=0.7, size="exp:1", jobs=3000, seed=5,
+                            classes=[{"name": "small", "fraction": 0.7, "size": "exp:0.5"},
+                                     {"name": "big", "size": "exp:2"}], replications=3)
+    got = json.loads(cli("--replications", "3", "--json").stdout)["classes"]
+    assert [c["class"] for c in got] == ["small", "big"]
+    for c in got:
+        rows = [r.classes.set_index("class").loc[c["class"]] for r in rep.runs]
+        assert c["jobs"] == sum(int(r["jobs"]) for r in rows)
+        assert c["response_mean"] == pytest.approx(np.mean([r["response_mean"] for r in rows]),
+                                                   rel=1e-12)
+    assert sum(c["jobs"] for c in got) == 3 * 3000
+    text = cli("--replications", "3").stdout
+    assert "small" in text and "big" in text and "averaged over the replications" in text
+    one = json.loads(cli("--json").stdout)
+    alone = schedlab.simulate(policy="fcfs", load=0.7, size="exp:1", jobs=3000, seed=5,
+                              classes=[{"name": "small", "fraction": 0.7, "size": "exp:0.5"},
+                                       {"name": "big", "size": "exp:2"}])
+    assert one["classes"] == alone.classes.to_dict("records")
+

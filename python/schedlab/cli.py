@@ -148,7 +148,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
             return _sim_replications(args, spec, outputs, replications, workers)
         s, classes = sim_world.run_summary_and_classes(spec)
         if args.json:
-            print(dumps(with_units(s)))
+            print(dumps(_with_classes(with_units(s), classes)))
         else:
             _print_sim_summary(_sim_title(s), s, run_notes(s), classes)
         return 0
@@ -166,11 +166,19 @@ def cmd_sim(args: argparse.Namespace) -> int:
             write_table(getattr(result, key), path)
     _write_trace(result, args.trace_out)
     if args.json:
-        print(dumps(with_units(result.summary)))
+        print(dumps(_with_classes(with_units(result.summary),
+                                  result.classes.to_dict("records"))))
         return 0
     s = result.summary
     _print_sim_summary(_sim_title(s), s, run_notes(s), result.classes.to_dict("records"))
     return 0
+
+
+def _with_classes(s: dict[str, Any], classes: list[dict[str, Any]]) -> dict[str, Any]:
+    """`--json`: the per-class table the text shows below the summary, as `classes` (one
+    record per class, units as the summary's keys of the same names), for a run of several
+    classes."""
+    return {**s, "classes": classes} if len(classes) > 1 else s
 
 
 def _sim_title(s: dict[str, Any]) -> str:
@@ -184,10 +192,11 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
     summarised with Student-t intervals across them. Without a table to write only the runs'
     summaries are made: no table, and no pandas."""
     from schedlab.jsonio import dumps
-    from schedlab.stats import across_replications
+    from schedlab.stats import across_replications, classes_across_replications
 
     if not any(outputs.values()) and not args.trace_out:
-        runs = sim_world.run_replication_summaries(spec, replications, workers)
+        both = sim_world.run_replication_summaries_and_classes(spec, replications, workers)
+        runs, run_classes = [b[0] for b in both], [b[1] for b in both]
         seeds = [r["seed"] for r in runs]
         s = across_replications(runs, int(spec.get("seed", sim_world.DEFAULT_SEED)), seeds)
     else:
@@ -199,8 +208,10 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
                 write_table(rep.table(key), path)
         _write_trace(rep, args.trace_out)
         runs, seeds, s = [r.summary for r in rep.runs], rep.seeds, rep.summary
+        run_classes = [r.classes.to_dict("records") for r in rep.runs]
+    classes = classes_across_replications(run_classes)
     if args.json:
-        print(dumps({**with_units(s), "runs": runs}))
+        print(dumps({**_with_classes(with_units(s), classes), "runs": runs}))
         return 0
     jobs = ", ".join(str(r["jobs"]) for r in runs)
     notes = [f"{replications} replications, seeds {', '.join(map(str, seeds))} "
@@ -208,8 +219,11 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
              f"95% intervals: Student t across the {replications} replications"]
     for i, r in enumerate(runs):
         notes += [f"replication {i}: {n}" for n in run_notes(r) if n.startswith("WARNING")]
+    if len(classes) > 1:
+        notes.append("by class: counts added up, every other number averaged over the "
+                     "replications (no interval)")
     _print_sim_summary(f"{s['policy']}: {replications} replications on {s['cpus']} CPU(s), "
-                       f"seed {s['seed']}", s, notes)
+                       f"seed {s['seed']}", s, notes, classes)
     return 0
 
 

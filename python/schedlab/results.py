@@ -266,11 +266,10 @@ class Replications:
 
     def _repr_html_(self) -> str:
         s = self.summary
-        classes = self.table("classes")
-        if len(classes) and "class" in classes:
-            means = classes.groupby("class", sort=False).mean(numeric_only=True)
-            means["jobs"] = classes.groupby("class", sort=False)["jobs"].sum()
-            classes = means.reset_index()
+        from schedlab.stats import classes_across_replications
+
+        classes = pd.DataFrame(classes_across_replications(
+            [r.classes.to_dict("records") for r in self.runs]))
         return summary_html(s, f"Replications {self._line(s)}", classes)
 
 

@@ -94,6 +94,27 @@ def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: S
     return out
 
 
+def classes_across_replications(runs: Sequence[Sequence[dict[str, Any]]]
+                                ) -> list[dict[str, Any]]:
+    """The per-class table of independent replications from each run's class records: per
+    class (in the order they first appear) the counts added up and every other number
+    averaged, as `across_replications` does for the summary."""
+    by_class: dict[Any, list[dict[str, Any]]] = {}
+    for classes in runs:
+        for row in classes:
+            by_class.setdefault(row["class"], []).append(row)
+    out = []
+    for name, rows in by_class.items():
+        record: dict[str, Any] = {"class": name}
+        for key, value in rows[0].items():
+            if key == "class" or isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            values = [r.get(key) for r in rows]
+            record[key] = int(sum(values)) if key in ADDITIVE else float(np.mean(values))
+        out.append(record)
+    return out
+
+
 def batch_means(batch_values: Sequence[float], confidence: float = 0.95,
                 mean: float | None = None) -> Interval:
     """Interval from the batch means of one long run (the simulator's `batches = B` key gives

@@ -313,12 +313,14 @@ def run_replications(spec: dict[str, Any], replications: int,
     return run_replications_many([spec], replications, workers)[0]
 
 
-def run_replication_summaries(spec: dict[str, Any], replications: int,
-                              workers: int | None = None) -> list[dict[str, Any]]:
-    """The run summaries alone of `run_replications(spec, ...)` (no table, nor pandas to hold
-    one): what `schedlab sim --replications` prints, through `stats.across_replications`."""
+def run_replication_summaries_and_classes(
+        spec: dict[str, Any], replications: int, workers: int | None = None
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The run summaries and class records alone of `run_replications(spec, ...)` (no other
+    table, nor pandas to hold one): what `schedlab sim --replications` prints, through
+    `stats.across_replications` and `stats.classes_across_replications`."""
     runs = replication_specs({**spec, "keep_jobs": False}, replications)
-    return [raw["summary"] for raw in _core.simulate_many(runs, workers)]
+    return [(raw["summary"], raw["classes"]) for raw in _core.simulate_many(runs, workers)]
 
 
 def common_warmups(runs: list[list[dict[str, Any]]], workers: int | None = None) -> None:
