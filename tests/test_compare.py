@@ -119,6 +119,23 @@ def test_the_command_prints_one_table_and_json():
     assert data["rows"][0]["theory_response_mean"] == pytest.approx(2.0, rel=1e-9)
 
 
+def test_intervals_of_a_run_too_short_to_trust_are_said_so():
+    # 2,000 jobs at load 0.8 (seed 4): FCFS's batches are not shown uncorrelated, SRPT's are.
+    c = schedlab.simulate(policy="fcfs,srpt", load=0.8, jobs=2000, seed=4)
+    assert [r["ci_uncorrelated"] for r in c.rows()] == [False, True]
+    assert [r["ci_uncorrelated"] for r in c.rows()] == [
+        r.summary["ci_uncorrelated"] for r in c.results]
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs,srpt", "--load", "0.8", "--jobs",
+                          "2000", "--seed", "4"], capture_output=True, text=True, timeout=120,
+                         env=cli_env())
+    assert out.returncode == 0, out.stderr
+    warning = [line for line in out.stdout.splitlines() if "NOT to be trusted" in line]
+    assert len(warning) == 1 and warning[0].startswith("FCFS:"), out.stdout
+    # Replications are independent: their t intervals are trusted.
+    c = schedlab.simulate(policy="fcfs,srpt", load=0.8, jobs=2000, seed=4, replications=3)
+    assert all(r["ci_uncorrelated"] for r in c.rows())
+
+
 def test_policy_lists_parse_parameters_and_lists():
     assert policies.parse("fcfs, srpt,rr:quantum=5") == [("fcfs", {}), ("srpt", {}),
                                                          ("rr", {"quantum": 5.0})]

@@ -441,6 +441,35 @@ def test_two_worlds_plot_side_by_side(tmp_path, monkeypatch):
     assert "FCFS [server]" in text and "FCFS [sim]" in text
 
 
+def test_intervals_of_runs_too_short_to_trust_are_marked(tmp_path, monkeypatch):
+    # One replication of 300 jobs at load 0.9: too short to find uncorrelated batches
+    # (ci_uncorrelated false), so its own intervals are marked wherever they are shown, and
+    # the overlap of two such intervals too; three replications give trusted t intervals.
+    monkeypatch.setitem(worlds.MODULES, "server", "test_report")
+    d = {"experiment": {"name": "short", "world": ["sim", "server"], "replications": 1},
+         "workload": {"load": 0.9, "size": "exp:1", "jobs": 300},
+         "policy": [{"name": "fcfs"}]}
+    out = tmp_path / "short"
+    res = schedlab.run(d, out=out)
+    assert not res.summaries["ci_uncorrelated"].any()
+    st = res.stats.set_index(["world", "metric"])
+    for metric in ("response_mean", "response_p99", "wait_mean"):
+        assert not st.loc[("sim", metric), "uncorrelated"], metric
+    assert st.loc[("sim", "throughput"), "uncorrelated"]  # no interval: nothing to doubt
+    text = make_report(out).read_text()
+    table = re.search(r'<table class="response">(.*?)</table>', text, re.S)[1]
+    assert table.count("]†") >= 2  # each world's mean (and percentiles)
+    assert text.count('<p class="untrusted">') == 2  # below the table and the gap table
+    gap = re.search(r'<table class="gap".*?</table>', text, re.S)[0]
+    assert gap.count("†") == 3  # both means and their overlap
+    d["experiment"]["replications"] = 3
+    out3 = tmp_path / "three"
+    res3 = schedlab.run(d, out=out3)
+    assert res3.stats["uncorrelated"].all()
+    text3 = make_report(out3).read_text()
+    assert "†" not in text3 and 'class="untrusted"' not in text3
+
+
 def test_makespan_and_switches_side_by_side_by_hand(tmp_path, monkeypatch):
     # Ten jobs of 5 ms at once on one CPU: any work-conserving policy ends at 50 ms. Under RR
     # with a 1 ms quantum each job is taken off its CPU unfinished 4 times (40 switches); the
@@ -606,6 +635,8 @@ def test_theory_for_percentiles_intervals_of_one_run_and_the_precision_warning(t
     table = re.search(r'<table class="response">(.*?)</table>', html, re.S)[1]
     assert "p99 [95% CI]" in table
     assert f"theory {st.loc[('FCFS', 'response_p99'), 'theory']:.4g}" in table
+    # Both runs found uncorrelated batches: no interval is marked as not to be trusted.
+    assert s["ci_uncorrelated"].all() and "†" not in table
     # The theory's CDF (and its p95/p99 marks) beside FCFS's measured one, none for SRPT;
     # the end of the automatic warm-up on the load over time.
     cdf = re.search(r'<figure[^>]*data-plot="cdf".*?</figure>', html, re.S)[0]

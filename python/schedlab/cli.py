@@ -271,6 +271,11 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
                   f"numbers), measured on the same jobs ({c.warmup_text()}). 95% intervals: "
                   f"{c.interval_method}. Theory: the closed form for "
                   "the queue described (schedlab.theory), — where there is none.")
+    doubtful = [row["policy"] for row in c.rows() if not row["ci_uncorrelated"]]
+    if doubtful:
+        console.print(f"{', '.join(doubtful)}: runs too short to find uncorrelated "
+                      "batches: their intervals are NOT to be trusted (more jobs, or "
+                      "--replications)", style="bold red")
     for name, r in zip(c.labels, c.results, strict=True):
         runs = r.runs if replications > 1 else [r]
         for note in {n for run in runs for n in run_notes(run.summary) if "WARNING" in n}:

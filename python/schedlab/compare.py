@@ -100,7 +100,9 @@ class Comparison:
     def rows(self) -> list[dict[str, Any]]:
         """One dict per policy: the metrics, `KEY_low`/`KEY_high` of their 95% intervals,
         `theory_KEY` (None without a closed form), the jobs measured and those left out at
-        the start (`warmup_jobs`: the same for every policy)."""
+        the start (`warmup_jobs`: the same for every policy), and `ci_uncorrelated` (false:
+        one run too short to find uncorrelated batches, whose intervals are not to be
+        trusted)."""
         out = []
         for name, result in zip(self.labels, self.results, strict=True):
             s = result.summary
@@ -112,6 +114,9 @@ class Comparison:
                 row[key] = s[key]
             row.update({f"theory_{k}": v for k, v in self.theory(name).items()})
             row["jobs"], row["warmup_jobs"] = s["jobs"], s["warmup_jobs"]
+            # One run's intervals are to be trusted only if its batches were shown
+            # uncorrelated; replications are independent.
+            row["ci_uncorrelated"] = bool(s.get("ci_uncorrelated", True))
             out.append(row)
         return out
 
@@ -131,6 +136,7 @@ class Comparison:
         units.update({key: SUMMARY_UNITS[key] for key, _ in PLAIN})
         units.update({f"theory_{key}": SUMMARY_UNITS[key] for key in THEORY})
         units["jobs"] = units["warmup_jobs"] = SUMMARY_UNITS["jobs"]
+        units["ci_uncorrelated"] = SUMMARY_UNITS["ci_uncorrelated"]
         return units
 
     def __repr__(self) -> str:

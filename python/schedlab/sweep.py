@@ -845,7 +845,7 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     if summaries.empty:
         return pd.DataFrame(columns=["world", "point", *exp.sweep_keys, "label", "policy",
                                      "metric", "n", "mean", "std", "half_width", "ci_low",
-                                     "ci_high", "method", "theory"])
+                                     "ci_high", "method", "uncorrelated", "theory"])
     metrics = metric_columns(summaries, exp.sweep_keys)
     # Theory is a property of the workload: the simulator's reading of the point, in every
     # world that ran it.
@@ -860,6 +860,9 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     half = t_half_width(n, std, conf)
     low, high = mean - half, mean + half
     method = np.where(n >= 2, "replications", "single run").astype(object)
+    # False where the interval is one run's own and that run was too short to find
+    # uncorrelated batches (`ci_uncorrelated`): an interval not to be trusted.
+    uncorrelated = np.ones(n.shape, dtype=bool)
     theory_of = np.full((len(firsts), len(metrics)), np.nan)
     column = {m: j for j, m in enumerate(metrics)}
     known: dict[str, dict[str, float]] = {}  # points often share a spec (FCFS in an RR sweep)
@@ -881,6 +884,9 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
             if iv is not None:
                 low[i, j], high[i, j] = iv
                 half[i, j], std[i, j], method[i, j] = (iv[1] - iv[0]) / 2, math.nan, how
+                flag = firsts["ci_uncorrelated"].iloc[i] if "ci_uncorrelated" in firsts else None
+                if isinstance(flag, bool | np.bool_) and not flag:
+                    uncorrelated[i, j] = False
     if "response_mean" in column and "response_batch_means" in firsts:
         j = column["response_mean"]
         for i, cell in enumerate(firsts["response_batch_means"]):
@@ -904,5 +910,6 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
             out.append({**key, "metric": m, "n": int(n[i, j]), "mean": float(mean[i, j]),
                         "std": float(std[i, j]), "half_width": float(half[i, j]),
                         "ci_low": float(low[i, j]), "ci_high": float(high[i, j]),
-                        "method": method[i, j], "theory": float(theory_of[i, j])})
+                        "method": method[i, j], "uncorrelated": bool(uncorrelated[i, j]),
+                        "theory": float(theory_of[i, j])})
     return pd.DataFrame(out)

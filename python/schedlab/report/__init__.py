@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from schedlab.files import atomic_file
@@ -178,10 +179,25 @@ def _inside(r: Any) -> bool:
                 and r["ci_low"] <= r["theory"] <= r["ci_high"])
 
 
+def _untrusted(r: Any, prefix: str = "") -> bool:
+    """Whether a stats row's interval is one run's own from a run too short to find
+    uncorrelated batches (docs/statistics.md: not to be trusted)."""
+    flag = r.get(prefix + "uncorrelated") if hasattr(r, "get") else None
+    return isinstance(flag, bool | np.bool_) and not flag
+
+
+UNTRUSTED_MARK = "†"
+UNTRUSTED_NOTE = (f"<p class=\"untrusted\"><small>{UNTRUSTED_MARK} An interval from one run too "
+                  "short to find uncorrelated batches (<code>ci_uncorrelated = false</code>): "
+                  "not to be trusted; a longer run or replications give one that is "
+                  "(docs/statistics.md).</small></p>")
+
+
 def _interval(r: Any) -> str:
     if pd.isna(r["ci_low"]) or pd.isna(r["ci_high"]):
         return "–"
-    return f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
+    return (f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
+            + (UNTRUSTED_MARK if _untrusted(r) else ""))
 
 
 def _vs_theory(r: Any) -> str:
@@ -237,8 +253,10 @@ def _response_table(res: Any) -> str:
         right += [_percentile_cell(t.loc[at] if at in t.index else None) for t in tails.values()]
         rows.append("<tr>" + "".join(f'<td class="l">{_e(c)}</td>' for c in left)
                     + "".join(f"<td>{c}</td>" for c in right) + "</tr>")
+    marked = any(_untrusted(r) for _, r in st.iterrows()) or any(
+        _untrusted(r) for t in tails.values() for _, r in t.iterrows())
     return ('<table class="response"><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
-            + "</tr>" + "".join(rows) + "</table>")
+            + "</tr>" + "".join(rows) + "</table>" + (UNTRUSTED_NOTE if marked else ""))
 
 
 def unprecise_runs(res: Any) -> pd.DataFrame:
@@ -333,7 +351,7 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
     worlds = _worlds(res)
     cols = ["world", "reference", "point", *res.sweep_keys, "label", "ref_mean", "ref_half_width",
             "ref_n", "mean", "half_width", "n", "diff", "rel_diff", "overlap", "ref_skipped",
-            "skipped", "paired", "diff_half_width"]
+            "skipped", "paired", "diff_half_width", "ref_uncorrelated", "uncorrelated"]
     if len(worlds) < 2:
         return pd.DataFrame(columns=cols)
     st = res.metric(metric).set_index(["world", "point", "label"])
@@ -362,6 +380,7 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
                     row[prefix + "half_width"] = float(s["half_width"]) if s is not None \
                         else math.nan
                     row[prefix + "n"] = int(s["n"]) if s is not None else 0
+                    row[prefix + "uncorrelated"] = not (s is not None and _untrusted(s))
                 diff = row["mean"] - row["ref_mean"]
                 row["diff"] = diff
                 row["rel_diff"] = diff / row["ref_mean"] if row["ref_mean"] else math.nan
@@ -507,6 +526,7 @@ def _metric_gap_html(res: Any, metric: str) -> list[str]:
              "the same requests, sent until the real run stopped sending: the difference has "
              "its own interval, from the replications' "
              "differences, and the last column says whether it holds 0.</p>"]
+    marked = False
     for (ref, world), g in gap.groupby(["reference", "world"], sort=False):
         paired = bool(g["paired"].any())
         head = keys + ["policy", f"{ref}: mean ± CI ({unit})", f"{world}: mean ± CI ({unit})",
@@ -514,11 +534,16 @@ def _metric_gap_html(res: Any, metric: str) -> list[str]:
                        "relative", "CI of the gap holds 0" if paired else "CIs overlap"]
         rows = []
         for _, r in g.iterrows():
+            doubtful = _untrusted(r, "ref_") or _untrusted(r)
+            marked = marked or doubtful
             overlap = "–" if r["overlap"] is None or pd.isna(r["overlap"]) else (
-                "yes" if r["overlap"] else '<span class="off">no</span>')
+                ("yes" if r["overlap"] else '<span class="off">no</span>')
+                + (UNTRUSTED_MARK if doubtful and not r["paired"] else ""))
             rel = f"{100 * r['rel_diff']:+.1f}%" if math.isfinite(r["rel_diff"]) else "–"
-            cells = [_mean_ci(r["ref_mean"], r["ref_half_width"], r["ref_skipped"]),
-                     _mean_ci(r["mean"], r["half_width"], r["skipped"]),
+            cells = [_mean_ci(r["ref_mean"], r["ref_half_width"], r["ref_skipped"])
+                     + (UNTRUSTED_MARK if _untrusted(r, "ref_") else ""),
+                     _mean_ci(r["mean"], r["half_width"], r["skipped"])
+                     + (UNTRUSTED_MARK if _untrusted(r) else ""),
                      _mean_ci(r["diff"], r["diff_half_width"], None), rel, overlap]
             rows.append("<tr>" + "".join(f'<td class="l">{_e(_num(r[k]))}</td>' for k in keys)
                         + f'<td class="l">{_e(r["label"])}</td>'
@@ -532,6 +557,8 @@ def _metric_gap_html(res: Any, metric: str) -> list[str]:
             parts.append(f'<p class="gap-summary" data-metric="{_e(metric)}" '
                          f'data-world="{_e(world)}" data-reference="{_e(ref)}">'
                          f"{_e(summary)}</p>")
+    if marked:
+        parts.append(UNTRUSTED_NOTE)
     return parts
 
 
