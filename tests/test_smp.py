@@ -17,12 +17,14 @@ The tests check these for several (n, m, tc, TS), not only the study's 7 tasks o
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
 
 import numpy as np
 import pytest
 import schedlab
-from conftest import assert_conserved
+from conftest import SCHEDLAB, assert_conserved, cli_env
 
 CASES = [(7, 2, 250, 100), (5, 2, 250, 100), (9, 3, 250, 100), (10, 4, 250, 100),
          (8, 3, 170, 50), (11, 4, 330, 100)]
@@ -185,6 +187,19 @@ def test_ideal_processors_are_their_own_key():
     assert start[0] > 5.5 and start[1] == pytest.approx(1.0, abs=0.05)
     assert rr == pytest.approx([3.96, 2.96], abs=0.03)
     assert ones[1] > 5.5 and ones[0] == pytest.approx(1.0, abs=0.05)
+    # Every spelling of a CPU key: one CPU, its text, CPUs as text (the command line's).
+    for same in (1, "1", "1-1"):
+        again = schedlab.simulate("rr", ideal=same, **spec).summary["runnable_mean_per_cpu"]
+        assert again == ones, same
+    cli = subprocess.run([SCHEDLAB, "sim", "--policy", "rr", "--clients", "7", "--size",
+                          "det:250", "--think", "uniform:9,11", "--cpus", "2", "--runqueues",
+                          "per-cpu", "--balancer", "windows", "--timeslice", "100",
+                          "--start-pinned", "0", "--time", "30000", "--warmup-time", "10000",
+                          "--ideal", "0,1", "--json"], capture_output=True, text=True,
+                         timeout=120, env=cli_env())
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["runnable_mean_per_cpu"] == schedlab.simulate(
+        "rr", ideal=[0, 1], **spec).summary["runnable_mean_per_cpu"]
     # Heavy load: tasks never wake, so their ideal CPUs never matter (Windows.1.a holds).
     r = closed_pinned(7, 2, 250, 100, "windows", ideal="round-robin", load_sample=50)
     assert r.summary["load_distribution"] == [6.0, 1.0]
@@ -193,6 +208,8 @@ def test_ideal_processors_are_their_own_key():
 @pytest.mark.parametrize(("value", "allowed"), [
     ("sideways", "start, round-robin, or a list of CPU numbers"),
     ([0, 2], "CPU numbers from 0 to 1"),
+    ("0-7", "CPU numbers from 0 to 1"),
+    ("1-0", "start, round-robin, or a list of CPU numbers"),
 ])
 def test_ideal_refuses_what_it_cannot_place(value, allowed):
     with pytest.raises(schedlab.SpecError, match="ideal") as e:

@@ -215,8 +215,10 @@ pub enum IoDevice {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum IdealSpec {
-    Word(String),
+    Cpu(u32),
     List(Vec<u32>),
+    /// A word, or CPUs written as text (`"0,2"`, `"0-3"`: the form of every CPU key).
+    Word(String),
 }
 
 /// How each task's ideal CPU, the one its wake-ups return to, is chosen.
@@ -236,25 +238,40 @@ impl Ideal {
         const ALLOWED: &str = "start, round-robin, or a list of CPU numbers";
         match given {
             None => Ok(Ideal::Start),
-            Some(IdealSpec::Word(w)) => match w.to_ascii_lowercase().as_str() {
+            Some(IdealSpec::Word(w)) => match w.trim().to_ascii_lowercase().as_str() {
                 "start" => Ok(Ideal::Start),
                 "round-robin" | "rr" => Ok(Ideal::RoundRobin),
-                _ => Err(err("ideal", w, ALLOWED)),
+                // The error names the text as written, not one CPU of its ranges.
+                _ => Ideal::cpus(
+                    cpu_text(w, cpus).ok_or_else(|| err("ideal", w, ALLOWED))?,
+                    cpus,
+                )
+                .map_err(|e| SpecError {
+                    value: w.clone(),
+                    ..e
+                }),
             },
-            Some(IdealSpec::List(l)) => {
-                if l.is_empty() {
-                    return Err(err("ideal", "[]", ALLOWED));
-                }
-                if let Some(&c) = l.iter().find(|&&c| c as usize >= cpus) {
-                    return Err(err(
-                        "ideal",
-                        c,
-                        &format!("CPU numbers from 0 to {}", cpus - 1),
-                    ));
-                }
-                Ok(Ideal::List(l.clone()))
-            }
+            Some(IdealSpec::Cpu(c)) => Ideal::cpus(vec![*c], cpus),
+            Some(IdealSpec::List(l)) => Ideal::cpus(l.clone(), cpus),
         }
+    }
+
+    fn cpus(list: Vec<u32>, cpus: usize) -> Result<Ideal, SpecError> {
+        if list.is_empty() {
+            return Err(err(
+                "ideal",
+                "[]",
+                "start, round-robin, or a list of CPU numbers",
+            ));
+        }
+        if let Some(&c) = list.iter().find(|&&c| c as usize >= cpus) {
+            return Err(err(
+                "ideal",
+                c,
+                &format!("CPU numbers from 0 to {}", cpus - 1),
+            ));
+        }
+        Ok(Ideal::List(list))
     }
 
     /// The ideal CPU of the `i`-th task created, if this rule fixes it at creation.
@@ -354,6 +371,26 @@ impl Config {
             _ => f64::INFINITY,
         }
     }
+}
+
+/// CPUs written as text, `"0,2"` or `"0-3"` (as `schedlab.vocabulary.cpu_list` reads them);
+/// None if it is not that. A range ending at `cpus` or beyond is kept to its first CPU out
+/// of range, which the caller then names (no list of billions from `"0-4000000000"`).
+fn cpu_text(text: &str, cpus: usize) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi): (u32, u32) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
+                if hi < lo {
+                    return None;
+                }
+                out.extend(lo..=hi.min(lo.max(cpus as u32)));
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
@@ -1031,6 +1068,39 @@ fn mean_size(classes: &[Class]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ideal_cpus_are_read_in_every_form_of_a_cpu_key() {
+        let parse = |v: IdealSpec, cpus| Ideal::parse(&Some(v), cpus);
+        let word = |w: &str| IdealSpec::Word(w.into());
+        assert_eq!(parse(word("0,2"), 4).unwrap(), Ideal::List(vec![0, 2]));
+        assert_eq!(parse(word(" 1-3 "), 4).unwrap(), Ideal::List(vec![1, 2, 3]));
+        assert_eq!(
+            parse(word("0, 3-3,1"), 4).unwrap(),
+            Ideal::List(vec![0, 3, 1])
+        );
+        assert_eq!(parse(IdealSpec::Cpu(1), 4).unwrap(), Ideal::List(vec![1]));
+        assert_eq!(
+            parse(IdealSpec::List(vec![3, 0]), 4).unwrap(),
+            Ideal::List(vec![3, 0])
+        );
+        assert_eq!(parse(word("Round-Robin"), 4).unwrap(), Ideal::RoundRobin);
+        assert_eq!(parse(word("start"), 4).unwrap(), Ideal::Start);
+        // Out of range: the text as written is named, and a huge range is not listed first.
+        let e = parse(word("0-4000000000"), 4).unwrap_err();
+        assert_eq!(
+            (e.value.as_str(), e.allowed.as_str()),
+            ("0-4000000000", "CPU numbers from 0 to 3")
+        );
+        assert_eq!(parse(IdealSpec::Cpu(4), 4).unwrap_err().value, "4");
+        for bad in ["x", "1-0", "", "0,,a", "-1", "[0,1]"] {
+            let e = parse(word(bad), 4).unwrap_err();
+            assert_eq!(
+                e.allowed, "start, round-robin, or a list of CPU numbers",
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn every_key_is_one_of_the_vocabulary() {
