@@ -9,6 +9,7 @@ import subprocess
 import pandas as pd
 import pytest
 from conftest import SCHEDLAB, cli_env
+from schedlab import theory
 from schedlab.jsonio import dumps
 
 JSON_KEYS = {
@@ -95,6 +96,21 @@ def test_theory_of_rr_says_it_is_the_vanishing_quantum_limit():
     assert out.returncode == 1 and "no closed form" in out.stderr and "quantum 10" in out.stderr
     out = schedlab("theory", "--policy", "fcfs", "--quantum", "3", "--load", "0.5")
     assert out.returncode == 2 and "quantum = 3.0: expected no quantum" in out.stderr
+
+
+
+def test_theory_takes_every_policy_parameter_the_formulas_read():
+    # M/D/1 at load 0.5, size 1: non-preemptive LCFS has FCFS's mean, 1 + 0.5 / (2 x 0.5) =
+    # 1.5 ms (Pollaczek-Khinchine); preemptive LCFS has PS's, 1 / (1 - 0.5) = 2 ms.
+    out = schedlab("theory", "--policy", "lcfs", "--preemptive", "false", "--load", "0.5",
+                   "--size", "det:1")
+    assert out.returncode == 0 and out.stdout == "mean 1.5 ms\n", out
+    data = json.loads(schedlab("theory", "--policy", "lcfs", "--preemptive", "true", "--load",
+                               "0.5", "--size", "det:1", "--json").stdout)
+    assert data["mean"] == pytest.approx(2.0) and data["preemptive"] is True
+    assert data["mean"] == theory.mean_response("lcfs", "exp:2", "det:1", preemptive=True)
+    out = schedlab("theory", "--policy", "fcfs", "--preemptive", "false", "--load", "0.5")
+    assert out.returncode == 2 and "preemptive = False: expected no preemptive" in out.stderr
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from schedlab.clikit import (
 from schedlab.vocabulary import (
     KEYS,
     find_policy,
+    param_value,
     policy_catalog,
     replication_count,
     spec_error,
@@ -432,11 +433,21 @@ def cmd_theory(args: argparse.Namespace) -> int:
         arrival = theory.poisson_at_load(args.load, args.size, cpus=args.cpus)
     if arrival is None:
         raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or --load")
-    params = {} if args.quantum is None else {"quantum": args.quantum}
-    if params and not any(q["name"] == "quantum" for q in find_policy(args.policy)["params"]):
-        raise spec_error("quantum", args.quantum, f"no quantum: {args.policy} has none")
-    if params and not args.quantum > 0:
-        raise spec_error("quantum", args.quantum, "a number > 0 (ms)")
+    # The policy's parameters (--quantum of rr and fb, --preemptive of lcfs), as `sim` takes
+    # them; one the policy does not have is refused, not ignored.
+    own = {q["name"] for q in find_policy(args.policy)["params"]}
+    params = {}
+    for name in sorted({q["name"] for info in policy_catalog() for q in info["params"]}):
+        given = getattr(args, f"param_{name}", None)
+        if given is None:
+            continue
+        value = param_value(name, given)
+        if name not in own:
+            raise spec_error(name, value, f"no {name}: {args.policy} has none")
+        params[name] = value
+    quantum = params.get("quantum")
+    if quantum is not None and not (isinstance(quantum, int | float) and quantum > 0):
+        raise spec_error("quantum", quantum, "a number > 0 (ms)")
     try:
         value = theory.mean_response(args.policy, arrival, args.size, cpus=args.cpus, **params)
         values = None
@@ -448,9 +459,10 @@ def cmd_theory(args: argparse.Namespace) -> int:
             raise
         raise spec_error("theory", f"{args.policy} {arrival} {args.size}", str(e)) from None
     where = f"{args.policy} with arrival {arrival}, size {args.size}, cpus {args.cpus}" + (
-        f", quantum {args.quantum:g} ms" if args.quantum is not None else "")
+        f", quantum {quantum:g} ms" if quantum is not None else "") + "".join(
+        f", {k} {v}" for k, v in params.items() if k != "quantum")
     # rr without a quantum is a limit, not the simulator's default rr (quantum 10): say so.
-    limit = (find_policy(args.policy)["name"] == "rr" and args.quantum is None
+    limit = (find_policy(args.policy)["name"] == "rr" and quantum is None
              and value is not None)
     found = value is not None and (not quantiles or values is not None)
     if args.json:
@@ -458,8 +470,7 @@ def cmd_theory(args: argparse.Namespace) -> int:
 
         out: dict[str, Any] = {"policy": args.policy, "arrival": arrival, "size": args.size,
                                "cpus": args.cpus, "unit": "ms", "mean": value}
-        if args.quantum is not None:
-            out["quantum"] = args.quantum
+        out.update(params)
         if limit:
             out["note"] = RR_LIMIT
         if quantiles:
@@ -633,9 +644,6 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("theory", help="closed-form mean response time, and quantiles of its "
                        "distribution")
     p.add_argument("--policy", default="fcfs")
-    p.add_argument("--quantum", type=float, help="rr, fb: a finite quantum (ms), which has no "
-                   "closed form; without it rr is its vanishing-quantum limit, processor "
-                   "sharing")
     p.add_argument("--arrival", help="exp:MEAN (Poisson arrivals)")
     p.add_argument("--load", type=float, help="utilisation instead of --arrival")
     p.add_argument("--size", default="exp:1")
@@ -645,6 +653,9 @@ def make_parser() -> argparse.ArgumentParser:
                    "(repeatable, or a comma list: 0.5,0.99)")
     p.add_argument("--json", action="store_true",
                    help="print mean and quantiles as one JSON object")
+    add_policy_param_flags(p, "policy parameters (rr, fb: a finite --quantum has no closed "
+                           "form, and rr without one is its vanishing-quantum limit, processor "
+                           "sharing; lcfs: --preemptive)")
     p.set_defaults(func=cmd_theory)
     p = sub.add_parser("policies", help="list policies and their parameters")
     p.add_argument("--json", action="store_true")
