@@ -259,13 +259,21 @@ pub struct Summary {
     pub response_batch_means: Vec<f64>,
     /// 95% intervals `[low, high]` of one run (docs/statistics.md): batch means for the
     /// means, sectioning for the quantiles.
+    #[serde(serialize_with = "pair_as_list")]
     pub response_mean_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
     pub response_p50_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
     pub response_p95_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
     pub response_p99_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
     pub wait_mean_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
     pub wait_p50_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
     pub wait_p95_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
     pub wait_p99_ci: [f64; 2],
     /// The batches behind the mean response's interval: how many, jobs in each, and whether
     /// batches of a tested size showed no autocorrelation (false: too few jobs to tell).
@@ -286,6 +294,12 @@ pub struct Summary {
     pub load_distribution: Vec<f64>,
     pub time_to_balance: f64,
     pub balanced_fraction: f64,
+}
+
+/// An interval `[low, high]` as a list, like every other list of the summary (serde writes a
+/// fixed-size array as a tuple, which Python would receive as one).
+fn pair_as_list<S: serde::Serializer>(pair: &[f64; 2], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(pair)
 }
 
 /// The unit of every key of a [`Summary`], as tables, JSON (`units`) and plots print it. Times
