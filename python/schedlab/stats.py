@@ -70,9 +70,13 @@ def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: S
                         confidence: float = 0.95) -> dict[str, Any]:
     """The summary of independent replications from their run summaries alone (no table):
     counts added up, every other number averaged, and a Student-t interval across the runs
-    (`KEY_ci`) for every metric a single run gives an interval for, cut at 0 like the run's
-    own (they are times). What `Replications.summary` and `schedlab sim --replications`
-    show."""
+    (`KEY_ci`, cut at 0: every number of a summary is 0 or more) for every metric a single run
+    gives an interval for and every other estimate a summary table shows (throughput,
+    slowdown, utilization, ...: `schedlab.summary_rows`). What `Replications.summary` and
+    `schedlab sim --replications` show."""
+    from schedlab.summary_rows import OS_SUMMARY_ROWS, SUMMARY_ROWS
+
+    shown = {key for key, _, _ in (*SUMMARY_ROWS, *OS_SUMMARY_ROWS)} - ADDITIVE
     first = summaries[0]
     out: dict[str, Any] = {}
     for key, value in first.items():
@@ -80,7 +84,7 @@ def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: S
             continue
         values = [s.get(key) for s in summaries]
         out[key] = int(sum(values)) if key in ADDITIVE else float(np.mean(values))
-        if f"{key}_ci" in first:
+        if f"{key}_ci" in first or key in shown:
             iv = t_interval(values, confidence, floor=0.0)
             out[key] = iv.mean
             out[f"{key}_ci"] = [iv.low, iv.high]

@@ -87,9 +87,11 @@ LOAD_SUMMARY_UNITS: dict[str, str] = {
 
 
 def summary_units(summary: dict[str, Any]) -> dict[str, str]:
-    """The units of a summary's numbers: the core's keys and each real world's own."""
-    return {k: SUMMARY_UNITS.get(k) or WORLD_SUMMARY_UNITS[k] for k in summary
-            if k in SUMMARY_UNITS or k in WORLD_SUMMARY_UNITS}
+    """The units of a summary's numbers: the core's keys and each real world's own; an
+    interval `KEY_ci` has the unit of KEY."""
+    units = {**SUMMARY_UNITS, **WORLD_SUMMARY_UNITS}
+    return {k: units.get(k) or units[k.removesuffix("_ci")] for k in summary
+            if k in units or k.removesuffix("_ci") in units}
 
 
 def nonnegative(key: str) -> bool:
