@@ -633,7 +633,7 @@ def test_theory_for_percentiles_intervals_of_one_run_and_the_precision_warning(t
     assert f"{100 * got['FCFS']:.3g}% obtained" in warning[1]
     # The percentile columns of the response table carry their intervals and theory.
     table = re.search(r'<table class="response">(.*?)</table>', html, re.S)[1]
-    assert "p99 [95% CI]" in table
+    assert "<th>p99 [95% CI] (ms)</th>" in table and "<th>mean (ms)</th>" in table
     assert f"theory {st.loc[('FCFS', 'response_p99'), 'theory']:.4g}" in table
     # Both runs found uncorrelated batches: no interval is marked as not to be trusted.
     assert s["ci_uncorrelated"].all() and "†" not in table

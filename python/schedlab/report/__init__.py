@@ -241,9 +241,11 @@ def _response_table(res: Any) -> str:
     # replications).
     tails = {m: res.metric(m).set_index(["world", "point", "label"]) for m in PERCENTILES}
     tails = {m: t for m, t in tails.items() if not t.empty and t["ci_low"].notna().any()}
+    unit = res.time_unit  # ms, or the file's unit (xv6's ticks)
     head = ((["world"] if multi_world else []) + keys
-            + ["policy", "mean", f"{conf}% CI", "n", "method", "theory", "vs theory"]
-            + [f"{m.removeprefix('response_')} [{conf}% CI]" for m in tails])
+            + ["policy", f"mean ({unit})", f"{conf}% CI ({unit})", "n", "method",
+               f"theory ({unit})", "vs theory"]
+            + [f"{m.removeprefix('response_')} [{conf}% CI] ({unit})" for m in tails])
     rows = []
     for _, r in st.iterrows():
         left = ([r["world"]] if multi_world else []) + [_num(r[k]) for k in keys] + [r["label"]]
