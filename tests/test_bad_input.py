@@ -292,3 +292,13 @@ def test_an_experiment_refused_by_the_simulator_leaves_no_directory(tmp_path):
     (tmp_path / "e.toml").write_text(head + '[[policy]]\nname = "fcfs"\n')
     assert "can be made" in _refused(["run", "e.toml", "--out", "/proc/x/out"], tmp_path, "out")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]
+
+
+def test_a_size_too_large_to_set_an_arrival_rate_is_named_shortly():
+    # Sizes of mean 1e308 ms at load 0.5: the inter-arrival mean would overflow. The message
+    # names both numbers as written (it printed 1e308's 309 digits).
+    out = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--size", "exp:1e308", "--jobs",
+                          "10"], capture_output=True, text=True, timeout=30, env=cli_env())
+    assert out.returncode == 2
+    assert "their mean is 1e308 ms: a mean inter-arrival time of inf ms" in out.stderr
+    assert len(out.stderr) < 300, out.stderr

@@ -194,12 +194,14 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
     summaries are made: no table, and no pandas."""
     from schedlab.jsonio import dumps
     from schedlab.stats import across_replications, classes_across_replications
+    from schedlab.summary_rows import ESTIMATES
 
     if not any(outputs.values()) and not args.trace_out:
         both = sim_world.run_replication_summaries_and_classes(spec, replications, workers)
         runs, run_classes = [b[0] for b in both], [b[1] for b in both]
         seeds = [r["seed"] for r in runs]
-        s = across_replications(runs, int(spec.get("seed", sim_world.DEFAULT_SEED)), seeds)
+        s = across_replications(runs, int(spec.get("seed", sim_world.DEFAULT_SEED)), seeds,
+                                estimates=ESTIMATES)
     else:
         from schedlab.results import write_table
 

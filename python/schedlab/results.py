@@ -20,6 +20,7 @@ import schedlab._core as _core
 from schedlab.files import atomic_file
 from schedlab.jsonio import dumps
 from schedlab.summary_rows import (
+    ESTIMATES,
     LABELS,
     UNITS,
     class_rows,
@@ -245,7 +246,7 @@ class Replications:
         from schedlab.stats import across_replications  # scipy: not at import time
 
         return across_replications([r.summary for r in self.runs], self.seed, self.seeds,
-                                   self.confidence)
+                                   self.confidence, estimates=ESTIMATES)
 
     def table(self, name: str) -> pd.DataFrame:
         """One of the runs' tables (`jobs`, `schedule`, ...) with a `replication` column."""

@@ -4,7 +4,7 @@ long run. Both give (mean, half-width) of a 95% interval by default."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,16 +67,15 @@ ONE_RUN = frozenset({"ci_batches", "ci_batch_size", "response_mean_precision"})
 
 
 def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: Sequence[int],
-                        confidence: float = 0.95) -> dict[str, Any]:
+                        confidence: float = 0.95, estimates: Collection[str] = ()
+                        ) -> dict[str, Any]:
     """The summary of independent replications from their run summaries alone (no table):
     counts added up, every other number averaged, and a Student-t interval across the runs
     (`KEY_ci`, cut at 0: every number of a summary is 0 or more) for every metric a single run
-    gives an interval for and every other estimate a summary table shows (throughput,
-    slowdown, utilization, ...: `schedlab.summary_rows`). What `Replications.summary` and
-    `schedlab sim --replications` show."""
-    from schedlab.summary_rows import OS_SUMMARY_ROWS, SUMMARY_ROWS
-
-    shown = {key for key, _, _ in (*SUMMARY_ROWS, *OS_SUMMARY_ROWS)} - ADDITIVE
+    gives an interval for and every key of `estimates` (what a summary table shows:
+    throughput, slowdown, utilization, ...: `schedlab.summary_rows.ESTIMATES`). What
+    `Replications.summary` and `schedlab sim --replications` show."""
+    shown = set(estimates) - ADDITIVE
     first = summaries[0]
     out: dict[str, Any] = {}
     for key, value in first.items():

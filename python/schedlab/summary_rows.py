@@ -46,6 +46,9 @@ OS_SUMMARY_ROWS = _rows(
     ("dispatcher_overhead", "dispatcher CPU / wall"), ("foreign_fraction", "foreign CPU"),
 )
 
+# The estimates a summary table shows: across replications each gets its interval.
+ESTIMATES = frozenset(key for key, _, _ in (*SUMMARY_ROWS, *OS_SUMMARY_ROWS))
+
 # The columns of the per-class table shown beside a summary (keys of CLASS_COLUMNS).
 CLASS_ROWS = ["response_mean", "response_p99", "wait_mean", "slowdown_mean"]
 

@@ -393,6 +393,15 @@ fn cpu_text(text: &str, cpus: usize) -> Option<Vec<u32>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// A number as a message shows it: `1e308`, not its 309 digits.
+fn short_number(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
 fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
     SpecError {
         key: key.into(),
@@ -594,8 +603,10 @@ impl SimSpec {
                             "load",
                             load,
                             &format!(
-                                "sizes of a finite mean > 0 to set the arrival rate by \
-                                 (their mean is {mean_size}); or give arrival"
+                                "sizes whose mean sets a finite arrival rate > 0 (their mean \
+                                 is {} ms: a mean inter-arrival time of {} ms); or give arrival",
+                                short_number(mean_size),
+                                short_number(mean)
                             ),
                         ));
                     }
@@ -1068,6 +1079,15 @@ fn mean_size(classes: &[Class]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_in_messages_are_short() {
+        assert_eq!(short_number(1e308), "1e308");
+        assert_eq!(short_number(2.5e-7), "2.5e-7");
+        assert_eq!(short_number(0.0), "0");
+        assert_eq!(short_number(1.25), "1.25");
+        assert_eq!(short_number(f64::INFINITY), "inf");
+    }
 
     #[test]
     fn ideal_cpus_are_read_in_every_form_of_a_cpu_key() {
