@@ -574,6 +574,10 @@ def test_same_spec_in_sim_and_server_worlds_agree(tmp_path: Path) -> None:
     srv = r.summary
     assert srv["jobs"] == 400 and srv["errors"] == 0
     j = r.jobs
+    # Every column has its unit; a request's size is its file's, in bytes (its service in ms).
+    assert set(r.units["jobs"]) == set(j.columns)
+    assert (r.units["jobs"]["size"], r.units["jobs"]["service"]) == ("bytes", "ms")
+    assert r.units["summary"]["throughput_rps"] == "requests/s"
     trace = tmp_path / "trace.csv"
     size_ms = j["size"] * 0.01 / 1000  # back through the cost model: 10^6 bytes -> 10 ms
     assert np.allclose(size_ms, 10.0)

@@ -277,6 +277,23 @@ def test_os_time_to_balance_is_the_simulators_code():
     assert math.isnan(s["time_to_balance"])
 
 
+def test_every_column_of_every_table_has_its_unit():
+    spec = {"policy": "rr", "quantum": 2, "think": "exp:3", "size": "exp:2",
+            "time": 2000.0, "cpus": 2, "runqueues": "per-cpu", "balancer": "linux",
+            "keep_schedule": True, "load_sample": 50,
+            "classes": [{"name": "a", "clients": 2}, {"name": "b", "clients": 2}]}
+    r = schedlab.simulate(**spec)
+    for name in ("jobs", "classes", "tasks", "schedule", "loads", "load_series"):
+        table = getattr(r, name)
+        assert len(table.columns) > 0 and set(r.units[name]) == set(table.columns), name
+    assert r.units["jobs"]["size"] == "ms" and r.units["schedule"]["start"] == "ms"
+    assert r.units["summary"] == summary_units(r.summary)
+    rep = schedlab.simulate(**spec, replications=2)
+    for name in ("jobs", "tasks", "load_series"):
+        assert set(rep.units[name]) == set(rep.table(name).columns), name
+    assert rep.units["summary"]["response_mean_ci"] == "ms"
+
+
 def test_every_number_of_every_worlds_summary_has_its_unit():
     jobs = job_table()
     for name, world in (("server", server_summary(jobs)), ("os", os_summary(jobs))):

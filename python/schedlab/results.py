@@ -31,7 +31,10 @@ from schedlab.summary_rows import (
     metric_rows,
     number_text,
 )
-from schedlab.vocabulary import spec_error
+from schedlab.vocabulary import spec_error, summary_units, table_units
+
+# The tables of a run (`Result` fields; `schedlab sim --NAME-out`).
+TABLES = ("jobs", "classes", "tasks", "schedule", "loads", "load_series")
 
 JOB_COLUMNS = [
     "job", "client", "class", "cpu", "arrival", "first_run", "completion", "size", "wait",
@@ -199,6 +202,16 @@ class Result:
     def to_json(self) -> str:
         return dumps({"summary": self.summary, "spec": self.spec, "environment": self.environment})
 
+    @property
+    def units(self) -> dict[str, dict[str, str]]:
+        """The unit of every number: `units["summary"][key]` (`--json`'s `units`) and
+        `units[table][column]` for each table (`schedlab.vocabulary.TABLE_UNITS`: the
+        server world's `jobs.size` is in bytes, the other worlds' in ms)."""
+        world = self.summary.get("world")
+        return {"summary": summary_units(self.summary),
+                **{name: table_units(name, getattr(self, name).columns, world)
+                   for name in TABLES}}
+
     def _line(self) -> str:
         s = self.summary
         how = (f"; 95% intervals from {s['ci_batches']} batch means" if s.get("ci_batches")
@@ -247,6 +260,15 @@ class Replications:
 
         return across_replications([r.summary for r in self.runs], self.seed, self.seeds,
                                    self.confidence, estimates=ESTIMATES)
+
+    @property
+    def units(self) -> dict[str, dict[str, str]]:
+        """The unit of every number of `summary` and of each `table(name)` (as `Result.units`)."""
+        first = self.runs[0].units
+        world = self.runs[0].summary.get("world")
+        return {**first, "summary": summary_units(self.summary),
+                **{name: {**first[name], **table_units(name, ["replication"], world)}
+                   for name in TABLES}}
 
     def table(self, name: str) -> pd.DataFrame:
         """One of the runs' tables (`jobs`, `schedule`, ...) with a `replication` column."""

@@ -24,7 +24,7 @@ __all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", 
            "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
            "param_value", "as_dist", "cpu_list", "DEFAULT_SEED", "replication_seed",
            "replication_count", "SUMMARY_UNITS", "WORLD_SUMMARY_UNITS", "LOAD_SUMMARY_UNITS",
-           "summary_units", "in_time_unit", "nonnegative"]
+           "summary_units", "in_time_unit", "nonnegative", "TABLE_UNITS", "table_units"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,42 @@ LOAD_SUMMARY_UNITS: dict[str, str] = {
     **{f"response_{q}": "ms" for q in ("mean", "std", "p50", "p90", "p95", "p99", "p999",
                                         "max")},
 }
+
+
+# The unit of every column of a run's tables (`Result.units`; "id" names a job, a task, a
+# class or a CPU). The server world's per-job table has a request's file in `size` (bytes;
+# its service is `service`, ms) and columns of its own (docs/server.md).
+TABLE_UNITS: dict[str, dict[str, str]] = {
+    "jobs": {"job": "id", "client": "id", "class": "id", "cpu": "id", "arrival": "ms",
+             "first_run": "ms", "completion": "ms", "size": "ms", "wait": "ms",
+             "response": "ms", "slowdown": "ratio", "context_switches": "count",
+             "migrations": "count", "replication": "id", "seed": "text"},
+    "classes": {"class": "id", "jobs": "count", "response_mean": "ms", "response_p50": "ms",
+                "response_p95": "ms", "response_p99": "ms", "wait_mean": "ms",
+                "slowdown_mean": "ratio", "replication": "id", "seed": "text"},
+    "tasks": {"task": "id", "class": "id", "jobs": "count", "response_mean": "ms",
+              "migrations": "count", "cpu": "id", "service": "ms", "share": "ratio",
+              "entitled": "ratio", "share_ratio": "ratio", "replication": "id",
+              "seed": "text"},
+    "schedule": {"cpu": "id", "job": "id", "task": "id", "start": "ms", "end": "ms",
+                 "replication": "id", "seed": "text"},
+    "loads": {"cpu": "id", "runnable": "jobs", "time_share": "ratio",
+              "completion_share": "ratio", "replication": "id", "seed": "text"},
+    "load_series": {"time": "ms", "cpu": "id", "runnable": "jobs", "replication": "id",
+                    "seed": "text"},
+}
+SERVER_JOB_UNITS: dict[str, str] = {
+    "size": "bytes", "sent": "ms", "status": "text", "error": "text", "path": "text",
+    "server_arrival": "ms", "service": "ms", "turns": "count"}
+
+
+def table_units(table: str, columns: Any, world: str | None = None) -> dict[str, str]:
+    """The units of a table's columns (`TABLE_UNITS`; the server world's per-job table has its
+    own); a column the vocabulary does not know is left out."""
+    units = dict(TABLE_UNITS.get(table, {}))
+    if table == "jobs" and world == "server":
+        units.update(SERVER_JOB_UNITS)
+    return {c: units[c] for c in columns if c in units}
 
 
 def summary_units(summary: dict[str, Any]) -> dict[str, str]:
