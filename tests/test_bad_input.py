@@ -302,3 +302,22 @@ def test_a_size_too_large_to_set_an_arrival_rate_is_named_shortly():
     assert out.returncode == 2
     assert "their mean is 1e308 ms: a mean inter-arrival time of inf ms" in out.stderr
     assert len(out.stderr) < 300, out.stderr
+
+
+def test_a_bad_class_key_is_named_by_its_path_and_its_value(tmp_path):
+    # A class table's unknown key or bad value, in a --spec file and in the API, names its
+    # path (classes[1].bogus), the value given and the keys allowed.
+    import schedlab
+
+    spec = tmp_path / "classes.toml"
+    spec.write_text('policy = "fcfs"\nload = 0.5\njobs = 10\n[[classes]]\nname = "a"\n'
+                    '[[classes]]\nname = "b"\nbogus = 7\n')
+    out = subprocess.run([SCHEDLAB, "sim", "--spec", str(spec)], capture_output=True,
+                         text=True, timeout=30, env=cli_env())
+    assert out.returncode == 2
+    assert "classes[1].bogus = 7: expected a key of this table (one of name, fraction" \
+        in out.stderr, out.stderr
+    with pytest.raises(schedlab.SpecError) as e:
+        schedlab.simulate("fcfs", jobs=10, classes=[{"name": "a", "clients": 2},
+                                                     {"name": "b", "clients": -1}])
+    assert (e.value.key, e.value.value) == ("classes[1].clients", "-1")

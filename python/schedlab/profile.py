@@ -76,7 +76,7 @@ import tomli_w
 import schedlab._core as _core
 from schedlab import server as machinery
 from schedlab.files import atomic_file
-from schedlab.vocabulary import find_policy, param_units, spec_error
+from schedlab.vocabulary import SpecError, find_policy, param_units, spec_error
 
 FORMAT = 1
 # `profile = "calibrate"` in an experiment file: measure the real world first (schedlab.sweep).
@@ -114,15 +114,24 @@ SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
 # run is the kernel's own policy (without it a run models the user-space dispatcher),
 # `enforce` is checked against the calibrated configuration.
 OS_KEYS = ("sched", "enforce")
-ALLOWED = ("a machine profile written by `schedlab calibrate` (TOML: [profile] format = 1, "
-           "world = \"server\" or \"os\", and a table of that world's terms, each with a "
-           "mean: [server.fixed], [server.per_kib], [server.turn], [server.switch], "
-           "[server.delay] (and [server.idle_delay] if measured); or [os.start], [os.scale], "
-           "[os.start_many], [os.scale_many], "
-           "[os.other_start], [os.other_scale], [os.other_start_many], [os.other_scale_many], "
-           "[os.dispatch_start], [os.dispatch_start_many], [os.dispatch_switch] (and "
-           "[os.dispatch_exit], [os.kernel_wake], [os.dispatch_wake], [os.dispatch_migrate], "
-           "[os.timer], [os.timer_other] if measured))")
+ALLOWED = "a machine profile written by `schedlab calibrate`"
+# What a profile holds, said after what is wrong with the file given.
+FORMAT_HELP = ("a profile is TOML: [profile] format = 1, world = \"server\" or \"os\", and a "
+               "table per term of that world with its mean: [server.fixed], [server.per_kib], "
+               "[server.turn], [server.switch], [server.delay] (and [server.idle_delay] if "
+               "measured); or [os.start], [os.scale], [os.start_many], [os.scale_many], "
+               "[os.other_start], [os.other_scale], [os.other_start_many], "
+               "[os.other_scale_many], [os.dispatch_start], [os.dispatch_start_many], "
+               "[os.dispatch_switch] (and [os.dispatch_exit], [os.kernel_wake], "
+               "[os.dispatch_wake], [os.dispatch_migrate], [os.timer], [os.timer_other] if "
+               "measured)")
+
+
+def _not_a_profile(key: str, path: Any, why: str, help_: bool = True) -> SpecError:
+    """What is wrong first, then what a profile holds (a line of 700 characters put the cause
+    at its end)."""
+    return spec_error(key, str(path), f"{ALLOWED} ({why}" + (f"; {FORMAT_HELP})" if help_
+                                                              else ")"))
 
 
 def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
@@ -131,15 +140,15 @@ def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
     try:
         data = tomllib.loads(p.read_text())
     except FileNotFoundError:
-        raise spec_error(key, str(path), ALLOWED + "; there is no such file") from None
+        raise _not_a_profile(key, path, "there is no such file", help_=False) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise spec_error(key, str(path), f"{ALLOWED}; reading it failed: {e}") from None
+        raise _not_a_profile(key, path, f"reading it failed: {e}") from None
     head = data.get("profile")
     if not isinstance(head, dict) or head.get("format") != FORMAT:
-        raise spec_error(key, str(path), ALLOWED + f"; [profile] format = {FORMAT} is missing")
+        raise _not_a_profile(key, path, f"[profile] format = {FORMAT} is missing")
     world = head.get("world")
     if world not in TERMS:
-        raise spec_error(key, str(path), ALLOWED + f"; its world is {world!r}")
+        raise _not_a_profile(key, path, f"its world is {world!r}")
     terms = data.get(world)
     optional = [n for n in OPTIONAL_TERMS[world] if isinstance(terms, dict) and n in terms]
     for name in [*TERMS[world], *optional]:
@@ -147,12 +156,12 @@ def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
         mean = term.get("mean") if isinstance(term, dict) else None
         if not (isinstance(mean, int | float) and not isinstance(mean, bool)
                 and math.isfinite(mean)):
-            raise spec_error(key, str(path), ALLOWED + f"; [{world}.{name}] has no mean")
+            raise _not_a_profile(key, path, f"[{world}.{name}] has no mean")
     if world == OS:
         for name in ("start", "start_many", "other_start", "other_start_many",
                      "dispatch_start", "dispatch_start_many"):
             if not isinstance(terms[name].get("tasks"), int) or terms[name]["tasks"] < 1:
-                raise spec_error(key, str(path), ALLOWED + f"; [os.{name}] has no tasks")
+                raise _not_a_profile(key, path, f"[os.{name}] has no tasks")
     return data
 
 

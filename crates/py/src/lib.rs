@@ -39,12 +39,21 @@ pub(crate) fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // serde names an unknown key in its text ("unknown field `x`, expected one of ...").
-        let (key, value) = match inner.split('`').nth(1) {
-            Some(k) if inner.starts_with("unknown field") => (k.to_string(), "(given)".into()),
-            _ => (path.clone(), given_value(spec, &path)),
+        let unknown = inner.starts_with("unknown field");
+        let key = match inner.split('`').nth(1) {
+            // The path is the table's (`classes[0]`) or already ends with the key.
+            Some(k) if unknown && (path.is_empty() || path == ".") => k.to_string(),
+            Some(k) if unknown && !path.ends_with(k) => format!("{path}.{k}"),
+            _ => path.clone(),
         };
+        let value = given_value(spec, &key);
         let overflow = inner.contains("out of range") || inner.contains("too large");
-        let allowed = if inner.contains("negative int") || (overflow && value.starts_with('-')) {
+        let allowed = if unknown {
+            match inner.split_once(", expected ") {
+                Some((_, keys)) => format!("a key of this table ({})", keys.replace('`', "")),
+                None => inner.clone(),
+            }
+        } else if inner.contains("negative int") || (overflow && value.starts_with('-')) {
             "a whole number >= 0".to_string()
         } else if overflow {
             "a smaller whole number (it does not fit)".to_string()
@@ -69,13 +78,27 @@ fn type_given(inner: &str) -> String {
     format!("given: {}", name.trim())
 }
 
-/// The value at a top-level key of a spec, as text, for an error message.
+/// The value at a path of a spec (`port`, `classes[1].clients`), as text, for an error
+/// message; "(given)" where the path leads nowhere.
 fn given_value(spec: &Bound<'_, PyDict>, path: &str) -> String {
-    let top = path.split(['.', '[']).next().unwrap_or(path);
-    match spec.get_item(top) {
-        Ok(Some(v)) if top == path => v.str().map(|s| s.to_string()).unwrap_or_default(),
-        _ => "(given)".into(),
+    let mut at = spec.as_any().clone();
+    for part in path.split('.') {
+        let (name, indices) = part.split_once('[').unwrap_or((part, ""));
+        let mut next = if name.is_empty() {
+            Some(at.clone())
+        } else {
+            at.get_item(name).ok()
+        };
+        for index in indices.split('[').filter(|i| !i.is_empty()) {
+            let i = index.trim_end_matches(']').parse::<usize>().ok();
+            next = next.zip(i).and_then(|(v, i)| v.get_item(i).ok());
+        }
+        match next {
+            Some(v) => at = v,
+            None => return "(given)".into(),
+        }
     }
+    at.str().map(|s| s.to_string()).unwrap_or_default()
 }
 
 #[pymodule]

@@ -78,7 +78,7 @@ impl Cost {
         let bad = |why: &str| SpecError {
             key: "cost".into(),
             value: text.into(),
-            allowed: format!("{why} (syntax: {SYNTAX})"),
+            allowed: format!("a cost {SYNTAX} ({why})"),
         };
         let t = text.trim();
         if t.is_empty() || t.eq_ignore_ascii_case("none") || t == "0" {
@@ -96,9 +96,13 @@ impl Cost {
                 .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
                 .ok_or_else(|| bad(&format!("'{term}' has no time unit")))?;
             let (num, unit) = time.split_at(split);
-            let value: f64 = num
-                .parse()
-                .map_err(|_| bad(&format!("'{num}' is not a number")))?;
+            let value: f64 = num.parse().map_err(|_| {
+                bad(&if num.is_empty() {
+                    format!("'{term}' does not start with a number")
+                } else {
+                    format!("'{num}' is not a number")
+                })
+            })?;
             if !(value >= 0.0 && value.is_finite()) {
                 return Err(bad("times must be >= 0"));
             }
@@ -238,6 +242,18 @@ mod tests {
             assert_eq!(e.value, bad);
         }
         assert_eq!(CostMode::parse("nap").unwrap_err().key, "cost_mode");
+        // A word says what it lacks, after what a cost is.
+        let e = Cost::parse("fast").unwrap_err();
+        assert!(
+            e.allowed.starts_with("a cost TIME[+TIME/SIZE]"),
+            "{}",
+            e.allowed
+        );
+        assert!(
+            e.allowed.ends_with("('fast' does not start with a number)"),
+            "{}",
+            e.allowed
+        );
     }
 
     #[test]
