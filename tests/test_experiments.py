@@ -432,6 +432,23 @@ def test_bad_file_one_line_exit_2_nothing_written(tmp_path, text, needle):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("quick", "needle"), [
+    ('[quick.workload]\njobs = "x"\n', 'quick.workload.jobs = "x": expected a whole number'),
+    ("[quick.workload]\nload = 7\n", "quick.workload.load = 7"),
+    ('[quick.worlds.sim]\njobs = "x"\n', 'quick.worlds.sim.jobs = "x"'),
+])
+def test_a_bad_quick_value_is_named_where_it_was_written(tmp_path, quick, needle):
+    # The same key without --quick is the file's own value, and runs.
+    path = tmp_path / "q.toml"
+    path.write_text('[experiment]\nname = "q"\n[workload]\nload = 0.5\njobs = 100\n'
+                    '[[policy]]\nname = "fcfs"\n' + quick)
+    out = tmp_path / "out"
+    r = schedlab_cli("run", str(path), "--quick", "--out", str(out))
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
+    assert ex.load(path).raw["workload"]["jobs"] == 100
+
+
 def test_a_replay_pairs_each_model_run_with_the_server_run_it_replays(monkeypatch):
     monkeypatch.chdir(ROOT / "experiments" / "fileserver")  # the file's relative paths
     raw = ex.read_toml("quantum.toml")

@@ -407,6 +407,20 @@ def quick_overrides(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _quick_keys(quick: Any) -> frozenset[str]:
+    """The paths ("workload.jobs", "worlds.sim.jobs", "sweep.workload.load") a [quick] table
+    sets."""
+    out: set[str] = set()
+    for section, table in (quick or {}).items() if isinstance(quick, dict) else ():
+        if not isinstance(table, dict):
+            continue
+        for k, v in table.items():
+            out.add(f"{section}.{k}")
+            if section == "worlds" and isinstance(v, dict):
+                out.update(f"worlds.{k}.{kk}" for kk in v)
+    return frozenset(out)
+
+
 def _quick_cases(names: Any, cases: Any) -> list[Any]:
     known = [c.get("name") for c in cases if isinstance(c, dict)] if isinstance(cases, list) \
         else []
@@ -451,6 +465,12 @@ class Experiment:
     notes: dict[str, list[str]] = field(default_factory=dict)
     # The simulator's reading of each (point, label), for the closed forms of every world.
     theory_specs: dict[tuple[int, str], dict[str, Any] | None] = field(default_factory=dict)
+    # The keys --quick took from the file's [quick] tables ("workload.jobs"): a message about
+    # one names it where it was written ("quick.workload.jobs").
+    quick_keys: frozenset[str] = frozenset()
+
+    def written_at(self, path: str) -> str:
+        return f"quick.{path}" if path in self.quick_keys else path
 
     @property
     def world(self) -> str:
@@ -502,6 +522,7 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
         top.model_validate(raw)  # the file as written, [quick] included
     except ValidationError as e:
         raise _from_pydantic(e) from None
+    quick_keys = _quick_keys(raw.get("quick")) if quick else frozenset()
     if quick:
         raw = quick_overrides(raw)
         try:
@@ -526,7 +547,7 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
                          f"ms: the {' and '.join(real)} world(s) measure real time in ms "
                          "(another unit in the simulator only)")
     exp = Experiment(name=name, worlds=world_list, raw=raw, config=config,
-                     base_dir=base_dir, source=src, quick=quick)
+                     base_dir=base_dir, source=src, quick=quick, quick_keys=quick_keys)
     if check_world:
         for w in world_list:
             worlds.runner(w)
@@ -830,7 +851,7 @@ def _expand(exp: Experiment) -> None:
             if section == "experiment" and k in reserved:
                 continue  # storage policy (keep_jobs, ...): decided per run by the runner
             base[k] = v
-            origin[k] = f"{section}.{k}"
+            origin[k] = exp.written_at(f"{section}.{k}")
     case_index = {name: i for i, name in enumerate(cases)}
     checked: dict[str, None] = {}
     runs: list[Run] = []
@@ -844,7 +865,7 @@ def _expand(exp: Experiment) -> None:
             p[0]: {k: f"policy[{i}].{k}" for k in p[2]} for i, p in enumerate(policies)}
         for t in targets:
             value = coords[t.path]
-            where = f"sweep.{t.path}"
+            where = exp.written_at(f"sweep.{t.path}")
             if t.section == CASE:
                 ci = case_index[value]
                 for section, table in cases[value].items():
@@ -871,7 +892,7 @@ def _expand(exp: Experiment) -> None:
                     for k, v in table.model_dump(exclude_none=True).items():
                         if k not in RUNNER_KEYS:
                             spec_w[k] = v
-                            where_w[k] = f"worlds.{world}.{k}"
+                            where_w[k] = exp.written_at(f"worlds.{world}.{k}")
                 if worlds.stand_in(world):
                     flat = {"policy": name, **spec_w.pop("params"), **spec_w}
                     tr = None
