@@ -321,3 +321,21 @@ def test_a_bad_class_key_is_named_by_its_path_and_its_value(tmp_path):
         schedlab.simulate("fcfs", jobs=10, classes=[{"name": "a", "clients": 2},
                                                      {"name": "b", "clients": -1}])
     assert (e.value.key, e.value.value) == ("classes[1].clients", "-1")
+
+
+def test_two_classes_of_one_name_are_one_rule_in_every_world():
+    # Every table names a class by its name: the model's rule, the same error in each world.
+    import schedlab
+    from schedlab import server
+    from schedlab.worlds import os as os_world
+
+    classes = [{"name": "a", "clients": 2}, {"name": "a", "clients": 2}]
+    calls = [lambda: schedlab.simulate("fcfs", jobs=10, think="exp:1", classes=classes),
+             lambda: os_world.validate({"policy": "fcfs", "jobs": 4, "classes": classes}),
+             lambda: server.plan({"policy": "fcfs", "jobs": 10, "cost": "0ms+1ms/KiB",
+                                  "classes": classes})]
+    for call in calls:
+        with pytest.raises(schedlab.SpecError) as e:
+            call()
+        assert (e.value.key, e.value.value, e.value.allowed) == (
+            "classes[1].name", "a", "a name no other class has")

@@ -180,8 +180,7 @@ def plan(spec: dict[str, Any]) -> Plan:
         classes.append({"name": str(c.get("name", i)), **{k: v for k, v in c.items()
                                                           if k != "name"}})
     names = [c["name"] for c in classes]
-    if len(set(names)) != len(names):
-        raise spec_error("classes", names, "distinct class names")
+    _core.check_class_names(names)
 
     def class_of(key: str, name: Any) -> str | None:
         if name is None:

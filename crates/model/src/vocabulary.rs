@@ -7,7 +7,7 @@
 //! policy crate checks at compile time that no parameter has the name of a key here, so a
 //! flat spec (`simulate(policy="mlfq", boost_period=100, boost="windows")`) is never ambiguous.
 
-use crate::Unit;
+use crate::{SpecError, Unit};
 
 /// Where a key goes in an experiment file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,6 +239,22 @@ pub fn find(name: &str) -> Option<&'static Key> {
 
 pub fn find_class(name: &str) -> Option<&'static Key> {
     CLASS_KEYS.iter().find(|k| k.name == name)
+}
+
+/// Every world names a class by its name in every table (class rows, tasks, shares): two
+/// classes of one name would be one row. The first repeated name is the error.
+pub fn check_class_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), SpecError> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, name) in names.into_iter().enumerate() {
+        if !seen.insert(name) {
+            return Err(SpecError::new(
+                format!("classes[{i}].name"),
+                name,
+                "a name no other class has",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The keys of the kernel's own policies (`policy = "kernel"`).

@@ -97,6 +97,13 @@ fn check_discrete(name: &str, params: Option<&Bound<'_, PyDict>>, reason: &str) 
     Ok(())
 }
 
+/// Raises the SpecError of two classes of one name (`classes[i].name`), as every world's.
+#[pyfunction]
+fn check_class_names(names: Vec<String>) -> PyResult<()> {
+    schedlab_model::vocabulary::check_class_names(names.iter().map(String::as_str))
+        .map_err(spec_error)
+}
+
 /// Parses a distribution into a dict: name, params (numbers as written), written form, mean,
 /// and for `empirical` the values. Raises SpecError naming `key`.
 #[pyfunction]
@@ -296,6 +303,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(policy_service, m)?)?;
     m.add_function(wrap_pyfunction!(check_discrete, m)?)?;
+    m.add_function(wrap_pyfunction!(check_class_names, m)?)?;
     m.add_function(wrap_pyfunction!(parse_dist, m)?)?;
     m.add_function(wrap_pyfunction!(water_fill, m)?)?;
     m.add_function(wrap_pyfunction!(entitled_from_intervals, m)?)?;

@@ -1004,16 +1004,7 @@ impl SimSpec {
         if let Some(last) = out.last_mut() {
             last.cumulative = 1.0;
         }
-        // A class is named in every table by its name: two of one name would be one row.
-        for (i, c) in out.iter().enumerate() {
-            if out[..i].iter().any(|o| o.name == c.name) {
-                return Err(err(
-                    &format!("classes[{i}].name"),
-                    &c.name,
-                    "a name no other class has",
-                ));
-            }
-        }
+        schedlab_model::vocabulary::check_class_names(out.iter().map(|c| c.name.as_str()))?;
         Ok(out)
     }
 

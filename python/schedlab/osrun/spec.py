@@ -239,16 +239,13 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     classes_in = spec.get("classes") or [{}]
     if not isinstance(classes_in, list) or not all(isinstance(c, dict) for c in classes_in):
         raise spec_error("classes", classes_in, "a list of tables")
-    names: set[str] = set()
     for i, c in enumerate(classes_in):
         for k in c:
             if k not in NATIVE_CLASS_KEYS:
                 raise spec_error(f"classes[{i}].{k}", c[k],
                                  f"a class key: {', '.join(sorted(NATIVE_CLASS_KEYS))}")
-        name = str(c.get("name", i))  # unnamed: its index, as in the simulator
-        if name in names:  # every table names a class by its name: one row for two
-            raise spec_error(f"classes[{i}].name", name, "a name no other class has")
-        names.add(name)
+    # Unnamed: its index, as in the simulator.
+    _core.check_class_names([str(c.get("name", i)) for i, c in enumerate(classes_in)])
 
     # How many processes of each class.
     n_classes = len(classes_in)
