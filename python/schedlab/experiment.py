@@ -13,6 +13,7 @@ bad file gives one line naming what to fix, before anything is written.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import itertools
 import json
@@ -312,15 +313,26 @@ def _from_pydantic(e: ValidationError, prefix: tuple[Any, ...] = ()) -> SpecErro
         msg = msg.removeprefix(head)
     if err["type"] == "missing":
         msg = "a value: the key is required here"
-    return spec_error(_path(loc), _given(value, msg), msg)
+    name = next((p for p in reversed(loc) if isinstance(p, str)), "")
+    return spec_error(_path(loc), _given(value, name), msg)
 
 
-def _given(value: Any, allowed: str) -> str:
-    """The value as the message shows it: text where a number or a boolean was expected keeps
-    its quotes (`jobs = "300"`), so that the reader sees why 300 was refused."""
-    if isinstance(value, str) and re.search(r"\b(number|integer|boolean)\b", allowed):
-        return _short(json.dumps(value))
-    return _short(value)
+# The forms of keys whose values are text (a word, a distribution, CPUs as text, tables).
+TEXT_FORMS = frozenset({"str", "dist", "cpus", "table", "tables"})
+
+
+def _given(value: Any, key: str) -> str:
+    """The value as the message shows it: text given to a key that takes a number or a
+    boolean (its form in the vocabulary; every policy parameter does) keeps its quotes
+    (`jobs = "300"`), so that the reader sees why 300 was refused."""
+    spec = KEYS.get(key) or CLASS_KEYS.get(key)
+    numeric = spec.form not in TEXT_FORMS if spec is not None else key in _param_names()
+    return _short(json.dumps(value) if isinstance(value, str) and numeric else value)
+
+
+@functools.cache
+def _param_names() -> frozenset[str]:
+    return frozenset(q["name"] for info in policy_catalog() for q in info["params"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -993,7 +1005,7 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
         if re.match(r"^[A-Za-z]+Error: ", allowed):  # a conversion error from the bindings
             allowed = f"a value of another type ({allowed})"
         # The user's own text keeps its quotes (the core's value is always text).
-        given = _given(flat[base], allowed) if key == base and isinstance(flat.get(base), str) \
+        given = _given(flat[base], base) if key == base and isinstance(flat.get(base), str) \
             else _short(value)
         raise spec_error(path, given, allowed) from None
 
