@@ -263,3 +263,13 @@ def test_one_policy_with_its_parameters_inline_is_the_policy_and_its_flags():
     assert inline["response_mean"] != run("--policy", "rr")["response_mean"]  # quantum 10
     out = schedlab("sim", "--policy", "rr:quantum=", "--load", "0.7", "--jobs", "10")
     assert out.returncode == 2 and out.stderr.startswith("schedlab: error: quantum = "), out
+
+
+def test_intervals_of_a_run_too_short_to_trust_are_marked_in_the_table():
+    short = schedlab("sim", "--load", "0.5", "--jobs", "100")
+    assert short.returncode == 0
+    rows = [line for line in short.stdout.splitlines() if "response mean" in line]
+    assert len(rows) == 1 and "]†" in rows[0], short.stdout
+    assert "NOT shown uncorrelated" in short.stdout and "marked †" in short.stdout
+    long = schedlab("sim", "--load", "0.5", "--jobs", "200000")
+    assert long.returncode == 0 and "†" not in long.stdout, long.stdout

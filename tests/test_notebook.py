@@ -188,14 +188,16 @@ def test_result_html_has_units_intervals_and_escapes(classy_trace):
         assert unit == units[label], (label, unit)
     assert {"ms", "jobs/ms", "ratio", "count"} <= {row[3] for row in metrics[1:]}
     s = r.summary
+    # 40 jobs: too few to find uncorrelated batches, so every interval is marked.
+    assert s["ci_uncorrelated"] is False
     assert shown["response mean"][1] == f"{s['response_mean']:.4g}"
-    assert shown["response mean"][2] == interval(s["response_mean_ci"])
-    assert shown["wait mean"][2] == interval(s["wait_mean_ci"])
+    assert shown["response mean"][2] == interval(s["response_mean_ci"]) + "†"
+    assert shown["wait mean"][2] == interval(s["wait_mean_ci"]) + "†"
     for key, label, _ in SUMMARY_ROWS:  # an interval exactly where the summary has one
         ci = s.get(f"{key}_ci")
         if label in shown:
             has = ci is not None and all(math.isfinite(c) for c in ci)
-            assert shown[label][2] == (interval(ci) if has else ""), label
+            assert shown[label][2] == (interval(ci) + "†" if has else ""), label
     assert shown["throughput"][2] == "" and shown["response std"][2] == ""
     assert shown["throughput"][1] == f"{s['throughput']:.4g}"
     # The class table: escaped markup, units in the header.
@@ -204,7 +206,8 @@ def test_result_html_has_units_intervals_and_escapes(classy_trace):
     assert [row[0] for row in classes[1:]] == ["<b>", "small"]
     assert [row[1] for row in classes[1:]] == ["10", "30"]
     assert t.paragraphs == [f"Result fcfs: 40 jobs on 1 CPU, seed 1 (sim); 95% intervals from "
-                            f"{s['ci_batches']} batch means"]
+                            f"{s['ci_batches']} batch means, not shown uncorrelated (†: too "
+                            "few jobs to trust them)"]
     line = repr(r)
     assert "\n" not in line and len(line) < 300
     assert line.startswith("<Result fcfs: 40 jobs on 1 CPU, seed 1")

@@ -61,11 +61,14 @@ def summary_table(title: str, s: dict[str, Any]) -> Any:
 def run_notes(s: dict[str, Any]) -> list[str]:
     """What a reader must know about a run's numbers: its warm-up, how its intervals were
     obtained, and whether it reached the precision asked for (a warning when not)."""
+    from schedlab.summary_rows import UNTRUSTED_MARK
+
     notes = [f"warm-up: {s.get('warmup_jobs', 0)} jobs, measured from "
              f"{s.get('warmup_time', float('nan')):.4g} ms"]
     if s.get("ci_batches"):
         how = ("uncorrelated" if s.get("ci_uncorrelated")
-               else "NOT shown uncorrelated: too few jobs to trust them")
+               else f"NOT shown uncorrelated: too few jobs to trust the intervals "
+               f"marked {UNTRUSTED_MARK}")
         notes.append(f"95% intervals from {s['ci_batches']} batches of {s['ci_batch_size']} "
                      f"jobs ({how}); precision of the mean "
                      f"{s.get('response_mean_precision', float('nan')):.2%}")

@@ -22,6 +22,7 @@ from schedlab.jsonio import dumps
 from schedlab.summary_rows import (
     ESTIMATES,
     LABELS,
+    UNTRUSTED_MARK,
     UNITS,
     class_rows,
     finite_number,
@@ -216,6 +217,8 @@ class Result:
         s = self.summary
         how = (f"; 95% intervals from {s['ci_batches']} batch means" if s.get("ci_batches")
                else "")
+        if how and s.get("ci_uncorrelated") is False:
+            how += f", not shown uncorrelated ({UNTRUSTED_MARK}: too few jobs to trust them)"
         return f"{_run_line(s)} ({s.get('world', 'sim')}){how}"
 
     def __repr__(self) -> str:

@@ -87,10 +87,21 @@ def rows_of(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     return OS_SUMMARY_ROWS if summary.get("world") == "os" else SUMMARY_ROWS
 
 
+# Beside an interval from one run too short to find uncorrelated batches (the report's mark).
+UNTRUSTED_MARK = "†"
+
+
 def metric_rows(summary: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(label, value, 95% interval, unit) of every row the summary has a finite value for."""
-    return [(label, number_text(summary[key]), interval_text(interval_of(summary, key)), unit)
-            for key, label, unit in rows_of(summary) if finite_number(summary.get(key))]
+    """(label, value, 95% interval, unit) of every row the summary has a finite value for; a
+    run whose batches were not shown uncorrelated has its intervals marked (UNTRUSTED_MARK)."""
+    mark = UNTRUSTED_MARK if summary.get("ci_uncorrelated") is False else ""
+    rows = []
+    for key, label, unit in rows_of(summary):
+        if finite_number(summary.get(key)):
+            ci = interval_of(summary, key)
+            rows.append((label, number_text(summary[key]),
+                         interval_text(ci) + (mark if ci is not None else ""), unit))
+    return rows
 
 
 def html_table(header: list[str], rows: list[list[str]], right: set[int] | None = None,

@@ -19,6 +19,7 @@ from schedlab.files import atomic_file
 from schedlab.report.plots import METRICS, PLOTTERS, Context, Plot, plt, tag_figure
 from schedlab.stats import t_interval
 from schedlab.store import load_results
+from schedlab.summary_rows import UNTRUSTED_MARK
 from schedlab.vocabulary import SUMMARY_UNITS
 from schedlab.worlds import SIMULATED
 
@@ -186,7 +187,6 @@ def _untrusted(r: Any, prefix: str = "") -> bool:
     return isinstance(flag, bool | np.bool_) and not flag
 
 
-UNTRUSTED_MARK = "†"
 UNTRUSTED_NOTE = (f"<p class=\"untrusted\"><small>{UNTRUSTED_MARK} An interval from one run too "
                   "short to find uncorrelated batches (<code>ci_uncorrelated = false</code>): "
                   "not to be trusted; a longer run or replications give one that is "
