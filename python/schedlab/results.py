@@ -22,8 +22,8 @@ from schedlab.jsonio import dumps
 from schedlab.summary_rows import (
     ESTIMATES,
     LABELS,
-    UNTRUSTED_MARK,
     UNITS,
+    UNTRUSTED_MARK,
     class_rows,
     finite_number,
     html_table,
