@@ -66,6 +66,8 @@ def test_the_summary_is_the_mean_across_runs_with_a_student_t_interval():
         assert s[f"{metric}_ci"] == pytest.approx([max(x.mean() - half, 0), x.mean() + half],
                                                   rel=1e-12), metric
     assert summary_units(s)["throughput_ci"] == "jobs/ms"
+    assert {k: summary_units(s)[k] for k in ("replications", "seeds", "ci_method")} == {
+        "replications": "count", "seeds": "text", "ci_method": "text"}
     # M/M/1 RR with a small quantum is close to PS: mean response 1 / (1 - 0.8) = 5 ms.
     low, high = s["response_mean_ci"]
     assert low < 5.0 * 1.05 and high > 5.0 * 0.95

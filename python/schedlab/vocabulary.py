@@ -122,10 +122,15 @@ def table_units(table: str, columns: Any, world: str | None = None) -> dict[str,
     return {c: units[c] for c in columns if c in units}
 
 
+# What a summary across replications adds (`schedlab.stats.across_replications`).
+REPLICATION_UNITS: dict[str, str] = {"replications": "count", "seeds": "text",
+                                     "ci_method": "text"}
+
+
 def summary_units(summary: dict[str, Any]) -> dict[str, str]:
     """The units of a summary's numbers: the core's keys and each real world's own; an
     interval `KEY_ci` has the unit of KEY."""
-    units = {**SUMMARY_UNITS, **WORLD_SUMMARY_UNITS}
+    units = {**SUMMARY_UNITS, **WORLD_SUMMARY_UNITS, **REPLICATION_UNITS}
     return {k: units.get(k) or units[k.removesuffix("_ci")] for k in summary
             if k in units or k.removesuffix("_ci") in units}
 
