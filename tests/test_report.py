@@ -9,6 +9,7 @@ import math
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import tomllib
 from pathlib import Path
@@ -23,6 +24,7 @@ from schedlab import worlds
 from schedlab.report import (
     class_shares,
     make_report,
+    noisy_runs,
     report_context,
     unprecise_runs,
     world_gap,
@@ -53,8 +55,17 @@ SMALL = {
 
 def run_world(spec: dict) -> schedlab.Result:
     """A stand-in 'server' world for the side-by-side test: the simulator with a switch cost,
-    so its numbers differ from the sim world's."""
-    return schedlab.simulate(**{**spec, "context_switch": 0.05})
+    so its numbers differ from the sim world's. With NOISY set, its runs at load 0.6 carry
+    the noise gate's flag as a real world's would."""
+    r = schedlab.simulate(**{**spec, "context_switch": 0.05})
+    if NOISY:
+        flagged = spec.get("load") == 0.6
+        r.summary.update(noisy=flagged, foreign_fraction=0.25 if flagged else 0.01,
+                         steal_fraction=0.0, noise_reasons=["others used 25.0%"] * flagged)
+    return r
+
+
+NOISY = False
 
 
 run = run_world  # the world protocol: module.run(spec) -> Result
@@ -468,6 +479,29 @@ def test_intervals_of_runs_too_short_to_trust_are_marked(tmp_path, monkeypatch):
     assert res3.stats["uncorrelated"].all()
     text3 = make_report(out3).read_text()
     assert "†" not in text3 and 'class="untrusted"' not in text3
+
+
+def test_noisy_real_runs_are_named_in_a_warning(tmp_path, monkeypatch):
+    # The stand-in real world's two runs at load 0.6 were flagged by the noise gate (others
+    # used 25% of their CPUs): the report says so at its top, naming them; the sim world
+    # has no gate, and a report without flagged runs has no warning.
+    monkeypatch.setitem(worlds.MODULES, "server", "test_report")
+    monkeypatch.setattr(sys.modules[__name__], "NOISY", True)
+    d = {"experiment": {"name": "noisy", "world": ["sim", "server"], "replications": 2},
+         "workload": {"load": 0.6, "size": "exp:1", "jobs": 500},
+         "policy": [{"name": "fcfs"}], "sweep": {"workload.load": [0.3, 0.6]}}
+    out = tmp_path / "noisy"
+    res = schedlab.run(d, out=out)
+    bad = noisy_runs(res)
+    assert sorted(bad["replication"]) == [0, 1] and set(bad["point"]) == {1}
+    text = make_report(out).read_text()
+    warning = re.search(r'<p class="warning" id="noisy-warning">(.*?)</p>', text, re.S)[1]
+    assert "2 of 4 real runs were flagged noisy" in warning
+    assert "server, FCFS, point 1, replication 0: others used 25.0% of its CPUs" in warning
+    monkeypatch.setattr(sys.modules[__name__], "NOISY", False)
+    quiet = tmp_path / "quiet"
+    schedlab.run(d, out=quiet)
+    assert "noisy-warning" not in make_report(quiet).read_text()
 
 
 def test_makespan_and_switches_side_by_side_by_hand(tmp_path, monkeypatch):

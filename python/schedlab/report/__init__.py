@@ -310,6 +310,44 @@ def _precision_html(res: Any) -> str:
             + _e("; ".join(named)) + (f"; and {more} more" if more > 0 else "") + ".</p>")
 
 
+def noisy_runs(res: Any) -> pd.DataFrame:
+    """Real runs the noise gate flagged (`noisy`: others used more of the run's CPUs than
+    `noise_threshold`, or the hypervisor stole them) and kept: world, point, label,
+    replication, run, `foreign_fraction`, `steal_fraction` and the reasons."""
+    cols = ["world", "point", "label", "replication", "run", "foreign_fraction",
+            "steal_fraction", "noise_reasons"]
+    s = res.summaries
+    if s.empty or "noisy" not in s.columns:
+        return pd.DataFrame(columns=cols)
+    flagged = s[s["noisy"].map(lambda v: isinstance(v, bool | np.bool_) and bool(v))]
+    for c in cols:
+        if c not in flagged:
+            flagged = flagged.assign(**{c: math.nan})
+    return flagged[cols].reset_index(drop=True)
+
+
+def _noisy_html(res: Any) -> str:
+    bad = noisy_runs(res)
+    if bad.empty:
+        return ""
+    total = int((res.summaries["world"].isin(set(bad["world"]))).sum())
+    named = []
+    for _, r in bad.head(MAX_NAMED).iterrows():
+        share = r["foreign_fraction"]
+        named.append(f"{r['world']}, {r['label']}, point {int(r['point'])}, replication "
+                     f"{int(r['replication'])}: others used "
+                     + (f"{100 * share:.1f}%" if pd.notna(share) else "an unknown share")
+                     + " of its CPUs")
+    more = len(bad) - len(named)
+    return ('<p class="warning" id="noisy-warning"><b>Measured on a busy machine:</b> '
+            f"{len(bad)} of {total} real runs were flagged noisy (others' CPU time above "
+            "<code>noise_threshold</code> of the run's CPUs, or steal) and kept; their "
+            "numbers include other work's interference. <code>retry_noisy</code> reruns "
+            "such a run, <code>quiet_wait</code> waits for a quiet machine first "
+            "(docs/os.md). " + _e("; ".join(named))
+            + (f"; and {more} more" if more > 0 else "") + ".</p>")
+
+
 # ---------------------------------------------------------------------------------------------
 # Worlds side by side
 # ---------------------------------------------------------------------------------------------
@@ -682,9 +720,9 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
         counts = res.skipped.groupby("world", sort=False).size()
         parts.append('<p class="off"><b>Skipped:</b> ' + ", ".join(
             f"{n} {w} runs" for w, n in counts.items()) + ' (<a href="#skipped">why</a>).</p>')
-    precision = _precision_html(res)
-    if precision:
-        parts.append(precision)
+    for warning in (_precision_html(res), _noisy_html(res)):
+        if warning:
+            parts.append(warning)
     parts += ["<h2>Response time</h2>", _response_table(res)]
     shares = _class_shares_html(res) if "share" in cfg.plots else ""
     for extra in (shares, _gap_html(res, cfg.gap_metrics), _skipped_html(res)):
