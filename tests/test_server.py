@@ -594,6 +594,33 @@ def test_same_spec_in_sim_and_server_worlds_agree(tmp_path: Path) -> None:
     assert np.corrcoef(j["response"], replay)[0, 1] > 0.75
 
 
+def test_the_noise_gate_flags_a_run_others_shared_the_machine_with() -> None:
+    """The os world's rule (`schedlab.noise`) over the load's window: two busy loops, one per
+    CPU, running through the whole run take most of the machine, so the run is flagged, with
+    its reasons; their CPU time is the others', not the run's."""
+    from schedlab.server import run
+
+    spec = {"policy": "fcfs", "arrival": "exp:10", "size": "det:2", "jobs": 200, "seed": 2,
+            "cost": "0ms+0.01ms/KB", "cpus": 1, "files": 4}
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+    try:
+        busy = run(spec).summary
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert busy["noisy"] is True and busy["foreign_fraction"] > 0.5, busy["noise_reasons"]
+    assert any("others used" in r for r in busy["noise_reasons"])
+    quiet = run({**spec, "noise_threshold": 1.0}).summary  # nothing flags at 100%
+    assert quiet["noisy"] is False and quiet["noise_reasons"] == []
+    assert 0.0 <= quiet["foreign_fraction"] < 1.0 and quiet["steal_fraction"] >= 0.0
+    from schedlab.server import plan
+
+    for bad in (2, -0.1, "x"):
+        with pytest.raises(schedlab.SpecError, match="noise_threshold"):
+            plan({**spec, "noise_threshold": bad})
+
+
 def test_auto_warmup_is_cut_after_the_run_by_mser5() -> None:
     from schedlab.server import run
 

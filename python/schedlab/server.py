@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import schedlab._core as _core
+from schedlab import noise
 from schedlab._core import SpecError
 from schedlab.clikit import Parser, add_policy_param_flags
 from schedlab.lifetime import alive, child_env, die_with_parent
@@ -52,7 +54,10 @@ NATIVE_KEYS = frozenset({
     "bytes", "files", "catalogue", "zipf", "burst", "cpus", "buffer", "packet", "packet_unit",
     "cost", "cost_mode", "max_connections", "header_timeout", "idle_timeout", "send_timeout",
     "drain_timeout", "seed", "warmup", "warmup_time", "precision", "max_time", "threads",
-    "connections", "timeout", "miss", "keep_alive", "keep_jobs", "hdr_log", "server_log"})
+    "connections", "timeout", "miss", "keep_alive", "keep_jobs", "hdr_log", "server_log",
+    "noise_threshold"})
+# Others' share of the machine's CPUs that flags a run noisy (the os world's default too).
+DEFAULT_NOISE_THRESHOLD = 0.1
 NATIVE_CLASS_KEYS = frozenset({"name", "fraction", "size", "bytes", "priority", "tickets",
                                "weight", "nice", "deadline", "clients", "prefix"})
 EXTRA_COLUMNS = ["sent", "status", "error", "path", "server_arrival", "service", "turns"]
@@ -96,6 +101,7 @@ class Plan:
     spec: dict[str, Any] = field(default_factory=dict)
     # warmup = "auto": the requests MSER-5 discards are cut after the run (results.py).
     auto_warmup: bool = False
+    noise_threshold: float = DEFAULT_NOISE_THRESHOLD
 
     def service_ms(self, nbytes: np.ndarray) -> np.ndarray:
         """Uncontended service time by the cost model (NaN when there is no emulated cost)."""
@@ -351,9 +357,12 @@ def plan(spec: dict[str, Any]) -> Plan:
              **{k: float(c[k]) for k in ("priority", "tickets", "weight", "nice", "deadline")
                 if k in c}}
             for c in classes]
+    threshold = _num("noise_threshold", spec.get("noise_threshold", DEFAULT_NOISE_THRESHOLD))
+    if threshold > 1:
+        raise spec_error("noise_threshold", threshold, "a fraction of the CPUs, from 0 to 1")
     p = Plan(policy=info["name"], params=params, cost=cost, serve=serve, load=load,
              files=files, classes=[c["name"] for c in classes], spec=dict(spec),
-             auto_warmup=auto_warmup)
+             auto_warmup=auto_warmup, noise_threshold=threshold)
     return p
 
 
@@ -514,7 +523,10 @@ def run(spec: dict[str, Any]) -> Result:
             load_cfg = {**p.load, "url": server.url}
             if hdr:
                 load_cfg["hdr_log"] = str(hdr)
+            before = _machine_reading(server.proc.pid)
             raw = _core.load(load_cfg)
+            raw["noise"] = _others_meanwhile(before, _machine_reading(server.proc.pid),
+                                             p.noise_threshold)
         except BaseException:
             server.kill()
             raise
@@ -524,6 +536,25 @@ def run(spec: dict[str, Any]) -> Result:
         stats = json.loads(stats_path.read_text())
         log = pd.read_csv(log_path) if log_path.exists() and log_path.stat().st_size else None
         return _result(p, raw, stats, log)
+
+
+def _machine_reading(server_pid: int) -> dict[str, float]:
+    """The machine's CPU counters and this run's own CPU time (this process: the load
+    generator's threads; the server's process), for the noise gate."""
+    busy, steal = noise.cpu_ticks()
+    hz = noise.user_hz()
+    return {"busy_ms": busy * 1000 / hz, "steal_ms": steal * 1000 / hz,
+            "ours_ms": time.process_time() * 1000 + (noise.process_cpu_ms(server_pid) or 0.0),
+            "wall_ms": time.monotonic() * 1000}
+
+
+def _others_meanwhile(before: dict[str, float], after: dict[str, float],
+                      threshold: float) -> dict[str, Any]:
+    """What others used of the machine's CPUs while the load ran (`schedlab.noise`: the os
+    world's rule, over every CPU: the server and its clients may run on any)."""
+    d = {k: after[k] - before[k] for k in before}
+    return noise.verdict(d["busy_ms"], d["steal_ms"], d["ours_ms"], d["wall_ms"],
+                         os.cpu_count() or 1, threshold)
 
 
 def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
@@ -541,6 +572,10 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
         jobs, counted["warmup"] = cut_auto_warmup(jobs)
     ok = jobs[jobs["error"] == 0]
     summary, classes, tasks = _summary(p, ok, jobs, counted, stats)
+    if "noise" in raw:
+        n = raw["noise"]
+        summary.update({k: n[k] for k in ("noisy", "noise_reasons", "foreign_fraction",
+                                          "steal_fraction")})
     trace = replay_trace(sent, p.service_ms, int(p.spec.get("seed", 1)))
     if trace is not None:
         # Replayed until the run stopped sending, then drained, as the server run was.

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import schedlab._core as _core
+from schedlab import noise
+from schedlab.noise import cpu_ticks
 from schedlab.vocabulary import KERNEL_POLICIES
 
 MISSING = "missing"
@@ -127,21 +129,6 @@ def record(io_dir: str | None = None) -> dict[str, Any]:
     return env
 
 
-def cpu_ticks(cpus: list[int]) -> tuple[int, int]:
-    """Busy and steal USER_HZ ticks of the given CPUs (/proc/stat)."""
-    busy = steal = 0
-    for line in (_read("/proc/stat") or "").splitlines():
-        parts = line.split()
-        if not parts or not parts[0].startswith("cpu") or parts[0] == "cpu":
-            continue
-        if int(parts[0][3:]) not in cpus:
-            continue
-        v = [int(x) for x in parts[1:]]
-        busy += v[0] + v[1] + v[2] + v[5] + v[6]
-        steal += v[7] if len(v) > 7 else 0
-    return busy, steal
-
-
 def machine_busy(cpus: list[int], window_s: float = 0.25) -> float:
     """Fraction of the given CPUs busy with anything (this process is idle meanwhile)."""
     hz = os.sysconf("SC_CLK_TCK")
@@ -189,29 +176,4 @@ def foreign_load(raw: dict[str, Any], cpus: list[int], threshold: float) -> dict
             ours += (e - b) / 1e6
         else:
             ours += t["utime_ms"] + t["stime_ms"]
-    wall = raw["wall_ms"]
-    capacity = wall * len(cpus)
-    foreign = max(0.0, busy_ms - ours)
-    frac = foreign / capacity if capacity > 0 else float("nan")
-    steal_frac = steal_ms / capacity if capacity > 0 else float("nan")
-    # /proc/stat counts whole ticks, about one per CPU off either way: a run is noisy when
-    # others used more than the threshold beyond that, or a run of a few ms is flagged by the
-    # rounding alone (a 4.8 ms run on 2 CPUs read 215% with nothing else running).
-    resolution_ms = 1000 / hz * len(cpus)
-    reasons = []
-    if foreign - resolution_ms > threshold * capacity:
-        reasons.append(f"others used {frac:.1%} of the run's CPUs (threshold {threshold:.0%}, "
-                       f"beyond /proc/stat's resolution of {resolution_ms:g} ms)")
-    if steal_ms - resolution_ms > 0.02 * capacity:
-        reasons.append(f"the hypervisor stole {steal_frac:.1%} of the run's CPUs")
-    return {
-        "foreign_cpu_ms": foreign,
-        "foreign_fraction": frac,
-        "steal_ms": steal_ms,
-        "steal_fraction": steal_frac,
-        "busy_ms": busy_ms,
-        "ours_ms": ours,
-        "noisy": bool(reasons),
-        "noise_reasons": reasons,
-        "resolution_ms": resolution_ms,
-    }
+    return noise.verdict(busy_ms, steal_ms, ours, raw["wall_ms"], len(cpus), threshold, hz)

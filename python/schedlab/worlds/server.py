@@ -205,7 +205,7 @@ KEYS = {
     "precision": NATIVE, "max_time": NATIVE, "max_jobs": refuses(SIM_CAP), "batches": drops(),
     "threads": NATIVE, "connections": NATIVE, "timeout": NATIVE, "miss": NATIVE,
     "keep_alive": NATIVE, "hard_timeout": drops(), "rttime": drops(), "job_counters": drops(),
-    "io_dir": drops(), "quiet_wait": drops(), "noise_threshold": drops(),
+    "io_dir": drops(), "quiet_wait": drops(), "noise_threshold": NATIVE,
     "retry_noisy": drops(), "pretend_missing": drops(),
     "keep_jobs": NATIVE, "keep_schedule": drops(), "load_sample": drops(),
     "hdr_log": NATIVE, "server_log": NATIVE,
