@@ -342,9 +342,9 @@ def _noisy_html(res: Any) -> str:
     return ('<p class="warning" id="noisy-warning"><b>Measured on a busy machine:</b> '
             f"{len(bad)} of {total} real runs were flagged noisy (others' CPU time above "
             "<code>noise_threshold</code> of the run's CPUs, or steal) and kept; their "
-            "numbers include other work's interference. <code>retry_noisy</code> reruns "
-            "such a run, <code>quiet_wait</code> waits for a quiet machine first "
-            "(docs/os.md). " + _e("; ".join(named))
+            "numbers include other work's interference. In the os world "
+            "<code>retry_noisy</code> reruns such a run and <code>quiet_wait</code> waits for "
+            "a quiet machine first (docs/os.md); elsewhere, rerun the file. " + _e("; ".join(named))
             + (f"; and {more} more" if more > 0 else "") + ".</p>")
 
 
