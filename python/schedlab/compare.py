@@ -205,8 +205,8 @@ def compare(policy: Any, *, replications: int = 1, workers: int | None = None,
         labels.append(text)
         specs.append(flat_spec(name, params=params, **kwargs))
     if replications > 1:
-        results: list[Result | Replications] = sim.run_replications_many(specs, replications,
-                                                                         workers)
+        results: list[Result | Replications] = sim.run_replications_many(
+            specs, replications, workers, common_warmup=True)
     else:
         results = list(sim.run_many(specs, workers, common_warmup=True))
     seed = int(kwargs.get("seed", DEFAULT_SEED))

@@ -345,15 +345,17 @@ def common_warmups(runs: list[list[dict[str, Any]]], workers: int | None = None)
 
 
 def run_replications_many(specs: list[dict[str, Any]], replications: int,
-                          workers: int | None = None) -> list[Replications]:
-    """Replications of several specs (the policies of a comparison) in one pool of threads:
-    every run of every spec keeps a core busy until all are done; the policies of one
-    replication discard the same jobs (`common_warmups`)."""
+                          workers: int | None = None,
+                          common_warmup: bool = False) -> list[Replications]:
+    """Replications of several specs in one pool of threads: every run of every spec keeps a
+    core busy until all are done; `common_warmup`: the specs are policies compared on one
+    workload, and the policies of one replication discard the same jobs (`common_warmups`)."""
     from schedlab.results import Replications, Result
 
     specs = [{"keep_jobs": True, **spec} for spec in specs]
     runs = [replication_specs(spec, replications) for spec in specs]
-    common_warmups(runs, workers)
+    if common_warmup:
+        common_warmups(runs, workers)
     raws = iter(_core.simulate_many([r for rs in runs for r in rs], workers))
     return [Replications(runs=[Result.from_core(next(raws), r) for r in rs],
                          seed=int(spec.get("seed", DEFAULT_SEED)),
