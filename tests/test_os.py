@@ -59,12 +59,16 @@ def test_a_200ms_job_is_200ms_of_cpu_by_schedstat():
 
 def test_response_is_runqueue_wait_plus_cpu_for_a_batch():
     """100 one-shot CPU jobs on 2 CPUs: each job's response is the run-queue wait the kernel
-    counted plus its CPU time (nothing else happens to it), for nearly every job."""
-    r = osrun.run({"batch": 100, "size": 5, **QUIET})
+    counted plus its CPU time (nothing else happens to it), for nearly every job. A run the
+    machine stalled under (a hypervisor's steal, which the kernel counts as neither: 7.5 ms
+    under one job in 3,000 here) is flagged noisy, and run again."""
+    r = osrun.run({"batch": 100, "size": 5, **QUIET, "retry_noisy": 3})
+    assert not r.summary["noisy"], r.summary["noise_reasons"]
     j = r.jobs
     assert len(j) == 100 and (j["arrival"] == 0).all()
     assert (j["first_run"] >= j["arrival"]).all()
     gap = j["response"] - (j["wait"] + j["cpu_time"])
+    assert np.allclose(j["unaccounted"], gap)
     # Measurement and exit take well under a millisecond.
     assert gap.median() < 1.0, gap.describe()
     # The kernel adds a wait when it ends, from the run queue's clock; after a migration to an
@@ -73,6 +77,8 @@ def test_response_is_runqueue_wait_plus_cpu_for_a_batch():
     assert (gap < 3.0).all(), gap.max()
     assert (gap > -0.5).mean() >= 0.8, gap.describe()
     assert r.summary["wait_inconsistent_jobs"] == int((gap < -0.5).sum())
+    assert r.summary["unaccounted_max"] == pytest.approx(gap.max())
+    assert r.summary["unaccounted_jobs"] == int((gap > 3.0 + 0.02 * j["context_switches"]).sum())
     # The makespan is the batch's completion time, its first fork (time 0) to its last exit:
     # no less than its CPU time spread over the 2 CPUs.
     assert r.summary["makespan"] == j["completion"].max()

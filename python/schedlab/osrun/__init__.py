@@ -156,6 +156,7 @@ def run(spec: dict[str, Any]) -> Result:
     the kernel forbids a policy, Interrupted when the launcher was told to stop.
     """
     from schedlab.osrun.build import build as build_result  # pandas: not at import time
+    from schedlab.osrun.build import stalls
 
     plan, options = build_plan(spec)
     _core.os_check(json.dumps(plan))
@@ -174,7 +175,10 @@ def run(spec: dict[str, Any]) -> Result:
         raw, launcher = _launch(plan, trace)
         if trace is not None:
             raw["kernel_trace"] = {"text": trace.text, "lost": trace.lost}
-        noise = envmod.foreign_load(raw, cpus, options["noise_threshold"])
+        # A stall is judged under the kernel's policies only: under a dispatcher a job's
+        # response also holds hand-offs its counters do not place (docs/os.md).
+        noise = envmod.foreign_load(raw, cpus, options["noise_threshold"],
+                                    stalls(raw) if plan.get("dispatcher") is None else [])
         noise["gate"] = gate
         noise["started"] = started
         noise["launcher_pid"] = launcher

@@ -155,8 +155,11 @@ def wait_for_quiet(cpus: list[int], threshold: float, max_wait_ms: float) -> dic
                     "readings": readings[-20:]}
 
 
-def foreign_load(raw: dict[str, Any], cpus: list[int], threshold: float) -> dict[str, Any]:
-    """CPU time others used on the run's CPUs during the run, and steal; flags noise."""
+def foreign_load(raw: dict[str, Any], cpus: list[int], threshold: float,
+                 stalls: list[float]) -> dict[str, Any]:
+    """CPU time others used on the run's CPUs during the run, and steal; flags noise, and a run
+    that the machine stalled under (`stalls`: the unaccounted ms of each job it stalled under;
+    a hypervisor's steal in a short run is below /proc/stat's resolution)."""
     hz = raw["user_hz"]
     before, after = raw["cpu_times_before"], raw["cpu_times_after"]
 
@@ -176,4 +179,12 @@ def foreign_load(raw: dict[str, Any], cpus: list[int], threshold: float) -> dict
             ours += (e - b) / 1e6
         else:
             ours += t["utime_ms"] + t["stime_ms"]
-    return noise.verdict(busy_ms, steal_ms, ours, raw["wall_ms"], len(cpus), threshold, hz)
+    verdict = noise.verdict(busy_ms, steal_ms, ours, raw["wall_ms"], len(cpus), threshold, hz)
+    verdict["stalled_jobs"] = len(stalls)
+    if stalls:
+        verdict["noisy"] = True
+        verdict["noise_reasons"].append(
+            f"the machine stalled under {len(stalls)} job(s): up to {max(stalls):.1f} ms of a "
+            "job's response was neither its run-queue wait nor its CPU time or I/O (a "
+            "hypervisor's steal is taken off the task's CPU clock)")
+    return verdict
