@@ -15,7 +15,12 @@ import pytest
 import schedlab
 from conftest import SCHEDLAB, cli_env
 from schedlab import profile, worlds
-from schedlab.calibration import _quantiles_with_intervals, _without_stalls
+from schedlab.calibration import (
+    _disagreements,
+    _over_reps,
+    _quantiles_with_intervals,
+    _without_stalls,
+)
 from schedlab.worlds import server as server_world
 
 
@@ -377,6 +382,27 @@ def test_a_stalled_wake_up_repetition_is_left_out():
     assert _without_stalls([0.01, 0.012, 0.011, 0.05, 0.013]) == [0.01, 0.012, 0.011, 0.05,
                                                                  0.013]
     assert _without_stalls([0.1, 0.1, 0.1, -0.3]) == [0.1, 0.1, 0.1, -0.3]
+
+
+def test_a_scale_whose_repetitions_disagree_is_flagged():
+    # The quick Linux grid's other_scale (2026-11-28): 1.83, 1.81, 1.10, 1.01, mean 1.4375,
+    # sd 0.4433, t(3) 3.182: 95% [0.732, 2.143], +-0.705 > 0.15. The example profile's
+    # other_scale_many: three repetitions within 0.003 of each other.
+    terms = {"scale": _over_reps([1.02, 1.03, 1.01, 1.02, 1.04], "ratio"),
+             "scale_many": _over_reps([1.05, 1.06, 1.055], "ratio"),
+             "other_scale": _over_reps([1.83, 1.81, 1.10, 1.01], "ratio"),
+             "other_scale_many": _over_reps([1.0233, 1.0251, 1.0256], "ratio")}
+    warnings = _disagreements(terms)
+    t = terms["other_scale"]
+    assert t["mean"] == pytest.approx(1.4375)
+    assert (t["low"], t["high"]) == (pytest.approx(0.7322, abs=1e-3), pytest.approx(2.1428,
+                                                                                    abs=1e-3))
+    assert t["disagree"] is True
+    assert [terms[n]["disagree"] for n in ("scale", "scale_many", "other_scale_many")] == [
+        False, False, False]
+    assert warnings == ["os.other_scale = 1.44 [0.732, 2.14]: its repetitions disagree (1.83, "
+                        "1.81, 1.1, 1.01; more than +-0.15), and a model on it is off by as "
+                        "much: calibrate again on a quiet machine"]
 
 
 def test_an_os_profiles_wake_up_and_migration_become_model_terms(tmp_path):

@@ -566,6 +566,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     with status(f"calibrating the {args.world} world ({what}): {how}",
                 enabled=False if args.json else None):
         prof = calibration.calibrate(args.world, args.out, seed=seed, **spec)
+    for warning in prof["profile"].get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print(dumps(prof))
         return 0

@@ -353,7 +353,8 @@ def calibrate_first(exp: ex.Experiment, out_dir: Path) -> dict[str, Path]:
             f" [{v['low']:.4g}, {v['high']:.4g}]" if "low" in v and "high" in v else "")
             for k, v in prof[world].items())
         line = (f"machine.profile = calibrate: {name}, measured in "
-                f"{prof['profile'].get('seconds', float('nan')):.1f} s (95% intervals): {terms}")
+                f"{prof['profile'].get('seconds', float('nan')):.1f} s (95% intervals): {terms}"
+                + "".join(f"; warning: {w}" for w in prof["profile"].get("warnings", [])))
         notes = exp.notes.setdefault("calibrated", [])
         if line not in notes:
             notes.insert(i, line)
