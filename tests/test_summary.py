@@ -94,6 +94,8 @@ def os_summary(jobs: pd.DataFrame) -> dict:
     plan = {"cpus": [0], "tasks": [{"sched": {"policy": "other"}, "jobs": None}] * n_tasks}
     options = {"dispatcher": None, "seed": 1, "warmup_time": 0.0, "class_names": CLASSES}
     measured = jobs.assign(cpu_time=jobs["size"], io=0.0)
+    measured = measured.assign(unaccounted=measured["response"] - (
+        measured["wait"] + measured["cpu_time"] + measured["io"]))
     extras = pd.DataFrame({"cpu_time": measured.groupby("client")["size"].sum().to_numpy(),
                            "user_ms": 0.0, "sys_ms": 0.0, "runqueue_wait": 0.0,
                            "killed": None})
