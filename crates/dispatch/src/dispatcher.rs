@@ -228,7 +228,7 @@ impl Dispatcher {
         }
     }
 
-    fn resume(&mut self, t: usize, cpu_i: usize, shm: &Shm, now_ns: u64) {
+    fn resume(&mut self, t: usize, cpu_i: usize, shm: &Shm) {
         let cpu = self.cpus[cpu_i];
         if self.pinned[t] != Some(cpu) {
             if sys::set_affinity(self.pids[t], &[cpu]).is_ok() {
@@ -236,7 +236,9 @@ impl Dispatcher {
             }
             self.stats.affinity_changes += 1;
         }
-        let held = now_ns.saturating_sub(self.held_since[t]);
+        // Held until the grant itself, not the round's clock reading: a round handles many
+        // notices on one reading, and a worker granted late in it was held that much longer.
+        let held = sys::now_ns().saturating_sub(self.held_since[t]);
         shm.slot(t).held_ns.fetch_add(held, Ordering::AcqRel);
         match self.state[t] {
             TState::Queued(Hold::Stop) => {
@@ -274,7 +276,7 @@ impl Dispatcher {
         };
         let t = id.index();
         self.refresh_view(t, shm, now);
-        self.resume(t, cpu_i, shm, now_ns);
+        self.resume(t, cpu_i, shm);
         self.running[cpu_i] = Some(t);
         self.run_since[cpu_i] = now;
         let slice = self.policies[pol].slice(&self.views[t], now);
@@ -333,12 +335,12 @@ impl Dispatcher {
             sys::kill(self.pids[t], libc::SIGSTOP);
             self.stats.stops += 1;
             self.state[t] = TState::Queued(Hold::Stop);
-            self.held_since[t] = now_ns;
+            self.held_since[t] = sys::now_ns(); // from the stop itself, as `resume` ends it
             self.end_segment(c, t, now);
             self.running[c] = None;
             if let Some(n) = next {
                 self.refresh_view(n, shm, now);
-                self.resume(n, c, shm, now_ns);
+                self.resume(n, c, shm);
                 self.running[c] = Some(n);
                 self.run_since[c] = now;
                 let slice = self.policies[pol].slice(&self.views[n], now);
@@ -404,7 +406,7 @@ impl Dispatcher {
                     sys::kill(self.pids[t], libc::SIGCONT);
                     self.stats.conts += 1;
                 }
-                let held = now_ns.saturating_sub(self.held_since[t]);
+                let held = sys::now_ns().saturating_sub(self.held_since[t]);
                 shm.slot(t).held_ns.fetch_add(held, Ordering::AcqRel);
                 self.state[t] = TState::Blocked;
                 self.runnable_changed(now);
@@ -438,7 +440,7 @@ impl Dispatcher {
                 sys::kill(self.pids[r], libc::SIGSTOP);
                 self.stats.stops += 1;
                 self.state[r] = TState::Queued(Hold::Stop);
-                self.held_since[r] = now_ns;
+                self.held_since[r] = sys::now_ns();
                 self.end_segment(c, r, now);
                 self.enqueue(r, now, Enqueue::Preempted { ran });
                 self.running[c] = None;
