@@ -604,21 +604,29 @@ def test_the_noise_gate_flags_a_run_others_shared_the_machine_with() -> None:
             "cost": "0ms+0.01ms/KB", "cpus": 1, "files": 4}
     hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
     try:
-        busy = run(spec).summary
+        # Served again once (`retry_noisy`): the loops still run, so both runs are flagged
+        # and the second is kept.
+        busy = run({**spec, "retry_noisy": 1}).summary
     finally:
         for h in hogs:
             h.kill()
             h.wait()
     assert busy["noisy"] is True and busy["foreign_fraction"] > 0.5, busy["noise_reasons"]
     assert any("others used" in r for r in busy["noise_reasons"])
-    quiet = run({**spec, "noise_threshold": 1.0}).summary  # nothing flags at 100%
+    assert busy["attempts"] == 2 and busy["jobs"] == 200
+    # Nothing flags at 100%: one run, even when a retry is allowed.
+    quiet = run({**spec, "noise_threshold": 1.0, "retry_noisy": 3}).summary
     assert quiet["noisy"] is False and quiet["noise_reasons"] == []
+    assert quiet["attempts"] == 1
     assert 0.0 <= quiet["foreign_fraction"] < 1.0 and quiet["steal_fraction"] >= 0.0
     from schedlab.server import plan
 
     for bad in (2, -0.1, "x"):
         with pytest.raises(schedlab.SpecError, match="noise_threshold"):
             plan({**spec, "noise_threshold": bad})
+    for bad in (-1, 1.5, "x", True):
+        with pytest.raises(schedlab.SpecError, match="retry_noisy"):
+            plan({**spec, "retry_noisy": bad})
 
 
 def test_auto_warmup_is_cut_after_the_run_by_mser5() -> None:

@@ -55,7 +55,7 @@ NATIVE_KEYS = frozenset({
     "cost", "cost_mode", "max_connections", "header_timeout", "idle_timeout", "send_timeout",
     "drain_timeout", "seed", "warmup", "warmup_time", "precision", "max_time", "threads",
     "connections", "timeout", "miss", "keep_alive", "keep_jobs", "hdr_log", "server_log",
-    "noise_threshold"})
+    "noise_threshold", "retry_noisy"})
 # Others' share of the machine's CPUs that flags a run noisy (the os world's default too).
 DEFAULT_NOISE_THRESHOLD = 0.1
 NATIVE_CLASS_KEYS = frozenset({"name", "fraction", "size", "bytes", "priority", "tickets",
@@ -102,6 +102,8 @@ class Plan:
     # warmup = "auto": the requests MSER-5 discards are cut after the run (results.py).
     auto_warmup: bool = False
     noise_threshold: float = DEFAULT_NOISE_THRESHOLD
+    # Runs flagged noisy are served again, up to this many times (the os world's key).
+    retry_noisy: int = 0
 
     def service_ms(self, nbytes: np.ndarray) -> np.ndarray:
         """Uncontended service time by the cost model (NaN when there is no emulated cost)."""
@@ -360,9 +362,12 @@ def plan(spec: dict[str, Any]) -> Plan:
     threshold = _num("noise_threshold", spec.get("noise_threshold", DEFAULT_NOISE_THRESHOLD))
     if threshold > 1:
         raise spec_error("noise_threshold", threshold, "a fraction of the CPUs, from 0 to 1")
+    retry = spec.get("retry_noisy", 0)
+    if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
+        raise spec_error("retry_noisy", retry, "a whole number of runs, 0 or more")
     p = Plan(policy=info["name"], params=params, cost=cost, serve=serve, load=load,
              files=files, classes=[c["name"] for c in classes], spec=dict(spec),
-             auto_warmup=auto_warmup, noise_threshold=threshold)
+             auto_warmup=auto_warmup, noise_threshold=threshold, retry_noisy=retry)
     return p
 
 
@@ -517,25 +522,41 @@ def run(spec: dict[str, Any]) -> Result:
         stats_path = work / "stats.json"
         hdr = spec.get("hdr_log")
         config = {**p.serve, "root": str(root), "log": str(log_path), "stats": str(stats_path)}
-        drain_s = float(p.serve.get("drain_timeout", 30_000)) / 1e3 + 15
-        server = ServerProcess(config, work)
-        try:
-            load_cfg = {**p.load, "url": server.url}
-            if hdr:
-                load_cfg["hdr_log"] = str(hdr)
-            before = _machine_reading(server.proc.pid)
-            raw = _core.load(load_cfg)
-            raw["noise"] = _others_meanwhile(before, _machine_reading(server.proc.pid),
-                                             p.noise_threshold)
-        except BaseException:
-            server.kill()
-            raise
-        code = server.stop(drain_s)
-        if code != 0:
-            raise RuntimeError(f"schedlab serve exited with {code}: {server._err()}")
+        attempts = []
+        for _attempt in range(p.retry_noisy + 1):
+            # A fresh server each time: a retried run starts as the first did.
+            raw = _serve_once(p, config, work, hdr)
+            attempts.append({k: raw["noise"][k] for k in ("noisy", "foreign_fraction",
+                                                          "steal_fraction", "noise_reasons")})
+            if not raw["noise"]["noisy"]:
+                break
         stats = json.loads(stats_path.read_text())
         log = pd.read_csv(log_path) if log_path.exists() and log_path.stat().st_size else None
-        return _result(p, raw, stats, log)
+        result = _result(p, raw, stats, log)
+        result.summary["attempts"] = len(attempts)
+        return result
+
+
+def _serve_once(p: Plan, config: dict[str, Any], work: Path, hdr: Any) -> dict[str, Any]:
+    """Starts the server, runs the load against it, stops it; the load's raw result with what
+    others used of the machine meanwhile (`noise`)."""
+    drain_s = float(p.serve.get("drain_timeout", 30_000)) / 1e3 + 15
+    server = ServerProcess(config, work)
+    try:
+        load_cfg = {**p.load, "url": server.url}
+        if hdr:
+            load_cfg["hdr_log"] = str(hdr)
+        before = _machine_reading(server.proc.pid)
+        raw = _core.load(load_cfg)
+        raw["noise"] = _others_meanwhile(before, _machine_reading(server.proc.pid),
+                                         p.noise_threshold)
+    except BaseException:
+        server.kill()
+        raise
+    code = server.stop(drain_s)
+    if code != 0:
+        raise RuntimeError(f"schedlab serve exited with {code}: {server._err()}")
+    return raw
 
 
 def _machine_reading(server_pid: int) -> dict[str, float]:

@@ -192,7 +192,7 @@ pub const KEYS: &[Key] = &[
     key("io_dir", S::Experiment, F::Text, U::Text, "os: directory for O_DSYNC files (a real file system); default /var/tmp"),
     key("quiet_wait", S::Experiment, F::Float, U::Time, "os noise gate: wait up to this many ms for a quiet machine before starting; default 5000"),
     key("noise_threshold", S::Experiment, F::Float, U::Ratio, "noise gate (os, server): fraction of the CPUs used by others that flags a run noisy; default 0.1"),
-    key("retry_noisy", S::Experiment, F::Int, U::Count, "os: rerun a trial flagged noisy up to this many times; default 0"),
+    key("retry_noisy", S::Experiment, F::Int, U::Count, "os, server: rerun a trial flagged noisy up to this many times; default 0"),
     key("pretend_missing", S::Experiment, F::Tables, U::Text, "os, testing: kernel counters to treat as absent (schedstat, sched, tracefs)"),
 
     key("keep_jobs", S::Output, F::Bool, U::Bool, "return the per-job table"),

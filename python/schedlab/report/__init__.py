@@ -312,8 +312,9 @@ def _precision_html(res: Any) -> str:
 
 def noisy_runs(res: Any) -> pd.DataFrame:
     """Real runs the noise gate flagged (`noisy`: others used more of the run's CPUs than
-    `noise_threshold`, or the hypervisor stole them) and kept: world, point, label,
-    replication, run, `foreign_fraction`, `steal_fraction` and the reasons."""
+    `noise_threshold`, the hypervisor stole them, or the machine stalled under a job) and
+    kept: world, point, label, replication, run, `foreign_fraction`, `steal_fraction` and the
+    reasons."""
     cols = ["world", "point", "label", "replication", "run", "foreign_fraction",
             "steal_fraction", "noise_reasons"]
     s = res.summaries
@@ -333,18 +334,20 @@ def _noisy_html(res: Any) -> str:
     total = int((res.summaries["world"].isin(set(bad["world"]))).sum())
     named = []
     for _, r in bad.head(MAX_NAMED).iterrows():
-        share = r["foreign_fraction"]
+        share, reasons = r["foreign_fraction"], r["noise_reasons"]
+        why = ("; ".join(reasons) if isinstance(reasons, list | np.ndarray) and len(reasons)
+               else "others used " + (f"{100 * share:.1f}%" if pd.notna(share)
+                                      else "an unknown share") + " of its CPUs")
         named.append(f"{r['world']}, {r['label']}, point {int(r['point'])}, replication "
-                     f"{int(r['replication'])}: others used "
-                     + (f"{100 * share:.1f}%" if pd.notna(share) else "an unknown share")
-                     + " of its CPUs")
+                     f"{int(r['replication'])}: {why}")
     more = len(bad) - len(named)
     return ('<p class="warning" id="noisy-warning"><b>Measured on a busy machine:</b> '
             f"{len(bad)} of {total} real runs were flagged noisy (others' CPU time above "
-            "<code>noise_threshold</code> of the run's CPUs, or steal) and kept; their "
-            "numbers include other work's interference. In the os world "
-            "<code>retry_noisy</code> reruns such a run and <code>quiet_wait</code> waits for "
-            "a quiet machine first (docs/os.md); elsewhere, rerun the file. " + _e("; ".join(named))
+            "<code>noise_threshold</code> of the run's CPUs, steal, or a stall of the machine "
+            "under a job) and kept; their numbers include other work's interference. "
+            "<code>retry_noisy</code> reruns such a run (os and server worlds) and, in the os "
+            "world, <code>quiet_wait</code> waits for a quiet machine first (docs/os.md). "
+            + _e("; ".join(named))
             + (f"; and {more} more" if more > 0 else "") + ".</p>")
 
 

@@ -206,7 +206,7 @@ KEYS = {
     "threads": NATIVE, "connections": NATIVE, "timeout": NATIVE, "miss": NATIVE,
     "keep_alive": NATIVE, "hard_timeout": drops(), "rttime": drops(), "job_counters": drops(),
     "io_dir": drops(), "quiet_wait": drops(), "noise_threshold": NATIVE,
-    "retry_noisy": drops(), "pretend_missing": drops(),
+    "retry_noisy": NATIVE, "pretend_missing": drops(),
     "keep_jobs": NATIVE, "keep_schedule": drops(), "load_sample": drops(),
     "hdr_log": NATIVE, "server_log": NATIVE,
     "trace_migrations": drops("the kernel's trace of real processes (os world)"),
