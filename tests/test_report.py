@@ -980,3 +980,28 @@ def test_a_bad_html_path_is_refused_before_any_figure_or_directory_is_made(small
     with pytest.raises(schedlab.SpecError, match="a directory of that name"):
         make_report(out, html=tmp_path / "d.html")
     assert sorted(p.name for p in (out / "report").iterdir()) == made
+
+
+def test_the_balance_caption_counts_traced_kernel_runs_whose_first_move_is_unknown():
+    # Four traced kernel runs (shared by two simulator cases, so each appears twice): two
+    # first moves by the idle CPU's balance, one by a newly-idle balance, one unknown (its
+    # trace lacks a move the kernel counted); and a simulator run, which has no trace.
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+    from schedlab.report.plots import _traced_kernel_runs
+
+    rows = [("os", "r1", 3, "idle balance", 30.0, 2), ("os", "r1", 3, "idle balance", 30.0, 2),
+            ("os", "r2", 3, "newly-idle balance", 50.0, 3), ("os", "r3", 7, None, 40.0, 5),
+            ("os", "r4", 7, "idle balance", 20.0, 4), ("sim", "s1", 3, None, 60.0, None)]
+    s = pd.DataFrame(rows, columns=["world", "run", "workload.clients", "first_move_path",
+                                    "time_to_balance", "moves"])
+    ctx = SimpleNamespace(res=SimpleNamespace(summaries=s), x="workload.clients")
+    fig, ax = plt.subplots()
+    try:
+        text = _traced_kernel_runs(ctx, ax)
+        assert len(ax.collections) == 2  # one set of points per path
+    finally:
+        plt.close(fig)
+    assert ("(2 by idle balance, 1 by newly-idle balance of 3 runs; 1 more whose trace lacks "
+            "a move the kernel counted, so its first move is unknown): an idle CPU") in text

@@ -522,18 +522,18 @@ def run(spec: dict[str, Any]) -> Result:
         stats_path = work / "stats.json"
         hdr = spec.get("hdr_log")
         config = {**p.serve, "root": str(root), "log": str(log_path), "stats": str(stats_path)}
-        attempts = []
-        for _attempt in range(p.retry_noisy + 1):
-            # A fresh server each time: a retried run starts as the first did.
+        attempts = 0
+        while True:
+            # A fresh server each time: a retried run starts as the first did (the log and
+            # the stats are written anew).
             raw = _serve_once(p, config, work, hdr)
-            attempts.append({k: raw["noise"][k] for k in ("noisy", "foreign_fraction",
-                                                          "steal_fraction", "noise_reasons")})
-            if not raw["noise"]["noisy"]:
+            attempts += 1
+            if not raw["noise"]["noisy"] or attempts > p.retry_noisy:
                 break
         stats = json.loads(stats_path.read_text())
         log = pd.read_csv(log_path) if log_path.exists() and log_path.stat().st_size else None
         result = _result(p, raw, stats, log)
-        result.summary["attempts"] = len(attempts)
+        result.summary["attempts"] = attempts
         return result
 
 

@@ -605,9 +605,13 @@ def _traced_kernel_runs(ctx: Context, ax: Axes) -> str:
     s = ctx.res.summaries
     if ctx.x is None or "first_move_path" not in s or ctx.x not in s:
         return ""
-    runs = s[(s["world"] == "os") & s["first_move_path"].notna()].drop_duplicates("run")
+    traced = s[(s["world"] == "os") & s["moves"].notna()].drop_duplicates("run") \
+        if "moves" in s else s.iloc[:0]
+    runs = traced[traced["first_move_path"].notna()]
     if runs.empty:
         return ""
+    # A run whose trace lacks a move the kernel counted has no known first move (docs/os.md).
+    unknown = len(traced) - len(runs)
     counts = []
     for path, g in runs.groupby("first_move_path", sort=False):
         ax.scatter(g[ctx.x].astype(float), g["time_to_balance"], color="black", s=22,
@@ -617,9 +621,12 @@ def _traced_kernel_runs(ctx: Context, ax: Axes) -> str:
         counts.append(f"{len(g)} by {path}")
     return (" Points: each kernel run traced (trace_migrations), marked by the path of the "
             "kernel that made its first move after the release (" + ", ".join(counts) +
-            " of " + str(len(runs)) + " runs): an idle CPU's periodic balance, which the "
-            "simulator's linux balancer models, or a newly-idle balance, which pulls one task "
-            "when a CPU is about to go idle (docs/os.md).")
+            " of " + str(len(runs)) + " runs" + (
+                f"; {unknown} more whose trace lacks a move the kernel counted, so its first "
+                "move is unknown" if unknown else "")
+            + "): an idle CPU's periodic balance, which the simulator's linux balancer "
+            "models, or a newly-idle balance, which pulls one task when a CPU is about to go "
+            "idle (docs/os.md).")
 
 
 def percentiles(ctx: Context) -> Plot:
