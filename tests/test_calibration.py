@@ -16,7 +16,7 @@ import schedlab
 from conftest import SCHEDLAB, cli_env
 from schedlab import profile, worlds
 from schedlab.calibration import (
-    _disagreements,
+    _mark_disagreeing_scales,
     _over_reps,
     _quantiles_with_intervals,
     _without_stalls,
@@ -392,7 +392,7 @@ def test_a_scale_whose_repetitions_disagree_is_flagged():
              "scale_many": _over_reps([1.05, 1.06, 1.055], "ratio"),
              "other_scale": _over_reps([1.83, 1.81, 1.10, 1.01], "ratio"),
              "other_scale_many": _over_reps([1.0233, 1.0251, 1.0256], "ratio")}
-    warnings = _disagreements(terms)
+    warnings = _mark_disagreeing_scales(terms)
     t = terms["other_scale"]
     assert t["mean"] == pytest.approx(1.4375)
     assert (t["low"], t["high"]) == (pytest.approx(0.7322, abs=1e-3), pytest.approx(2.1428,

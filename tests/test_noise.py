@@ -62,7 +62,7 @@ def test_a_stall_under_a_job_flags_the_run_though_proc_stat_saw_no_steal():
     # A quiet run by its ticks; one job's response held 7.5 ms that was neither its run-queue
     # wait nor its CPU time (a hypervisor's steal under one tick, seen in a trace).
     n = foreign_load(_raw(1000.0, 1500.0, [75, 75], [0, 0]), [0, 1], 0.1, [7.5])
-    assert n["steal_fraction"] == 0.0 and n["stalled_jobs"] == 1 and n["noisy"] is True
+    assert n["steal_fraction"] == 0.0 and n["unaccounted_jobs"] == 1 and n["noisy"] is True
     assert n["noise_reasons"] == [
         "the machine stalled under 1 job(s): up to 7.5 ms of a job's response was neither its "
         "run-queue wait nor its CPU time or I/O (a hypervisor's steal is taken off the task's "

@@ -100,6 +100,10 @@ def test_a_dispatched_workers_hold_runs_to_its_grant():
                                           "unaccounted"]]
     assert j["unaccounted"].max() < 1.0, worst
     assert r.summary["unaccounted_jobs"] == 0
+    # Every column of the os world's own tables has its unit (docs/os.md).
+    for name in ("jobs", "tasks"):
+        assert set(r.units[name]) == set(getattr(r, name).columns), name
+    assert r.units["jobs"]["unaccounted"] == "ms" and r.units["tasks"]["dispatches"] == "count"
 
 
 # --- kernel policies --------------------------------------------------------------------

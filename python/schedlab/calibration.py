@@ -458,7 +458,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     seconds = time.monotonic() - started
     return {
         "profile": {**_machine(profiles.OS, seconds), "config": config,
-                    "warnings": _disagreements(terms)},
+                    "warnings": _mark_disagreeing_scales(terms)},
         "os": terms,
         "fit": {"reps": reps, "reps_short": short_reps, "sizes_ms": list(SIZES),
                 "tasks": [FEW * cpus, many * cpus],
@@ -473,7 +473,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     }
 
 
-def _disagreements(terms: dict[str, Any]) -> list[str]:
+def _mark_disagreeing_scales(terms: dict[str, Any]) -> list[str]:
     """Marks each scale whose repetitions disagree (SCALE_AGREEMENT) and says so, one line
     each."""
     out = []

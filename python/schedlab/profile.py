@@ -54,6 +54,11 @@ An os profile holds, for the CPUs it was measured on (`[profile.config]`: cpus, 
   wake-ups are `kernel_wake` and `dispatch_wake` (smaller: part of a wake-up is charged to the
   sleeper's CPU clock, and so spent inside its next burst; docs/calibration.md).
 
+Each os term keeps its repetitions (`reps`); a kernel scale whose repetitions disagree
+(`schedlab.calibration.SCALE_AGREEMENT`) carries `disagree = true`, and `[profile] warnings`
+lists, one line each, what a reader should know before trusting the profile (empty when
+nothing is).
+
 The simulator's model of it (`_os_terms`): `service_scale` and `start_cost` at the run's
 number of processes (log-linear between the two populations measured) on the line of the
 run's kernel class, or the dispatcher's start and `context_switch`, the start split into

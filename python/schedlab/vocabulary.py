@@ -112,14 +112,31 @@ TABLE_UNITS: dict[str, dict[str, str]] = {
 SERVER_JOB_UNITS: dict[str, str] = {
     "size": "bytes", "sent": "ms", "status": "text", "error": "text", "path": "text",
     "server_arrival": "ms", "service": "ms", "turns": "count"}
+# The os world's own columns (docs/os.md): a job's and a task's counters from the kernel and
+# the dispatcher. nice, rtprio and priority are scheduling levels (no unit: "level").
+OS_TABLE_UNITS: dict[str, dict[str, str]] = {
+    "jobs": {"task_job": "id", "cpu_time": "ms", "runqueue_wait": "ms", "held": "ms",
+             "io": "ms", "unaccounted": "ms", "voluntary": "count", "involuntary": "count"},
+    "tasks": {"pid": "id", "policy": "text", "nice": "level", "rtprio": "level",
+              "tickets": "count", "priority": "level", "weight": "ratio", "home_cpu": "id",
+              "cpu_time": "ms", "runqueue_wait": "ms", "held": "ms", "slices": "count",
+              "voluntary": "count", "involuntary": "count", "context_switches": "count",
+              "wait_max": "ms", "wakeups": "count", "user_ms": "ms", "sys_ms": "ms",
+              "wall_ms": "ms", "done_ms": "ms", "exit_code": "id", "killed": "text",
+              "unfinished": "count", "records_dropped": "count", "rttime_limit_us": "text",
+              "dispatches": "count"},
+}
 
 
 def table_units(table: str, columns: Any, world: str | None = None) -> dict[str, str]:
-    """The units of a table's columns (`TABLE_UNITS`; the server world's per-job table has its
-    own); a column the vocabulary does not know is left out."""
+    """The units of a table's columns (`TABLE_UNITS`; the server world's per-job table and the
+    os world's jobs and tasks have columns of their own); a column the vocabulary does not
+    know is left out."""
     units = dict(TABLE_UNITS.get(table, {}))
     if table == "jobs" and world == "server":
         units.update(SERVER_JOB_UNITS)
+    if world == "os":
+        units.update(OS_TABLE_UNITS.get(table, {}))
     return {c: units[c] for c in columns if c in units}
 
 

@@ -80,15 +80,21 @@ def stalled(unaccounted: np.ndarray, switches: np.ndarray) -> np.ndarray:
     return np.asarray(unaccounted > allowance)
 
 
+def switches_of(raw_jobs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Per job (raw records): its voluntary and its involuntary context switches (NaN where
+    the kernel gave none)."""
+    return (np.array([_nan(v) for v in raw_jobs["voluntary"]]),
+            np.array([_nan(v) for v in raw_jobs["involuntary"]]))
+
+
 def stalls(raw: dict[str, Any]) -> list[float]:
     """The unaccounted time (ms) of every job of a raw run the machine stalled under."""
     j = raw["jobs"]
     if not j["task"]:
         return []
     gap = unaccounted_ms(j)
-    switches = (np.array([_nan(v) for v in j["voluntary"]])
-                + np.array([_nan(v) for v in j["involuntary"]]))
-    return [float(g) for g in gap[stalled(gap, switches)]]
+    vol, invol = switches_of(j)
+    return [float(g) for g in gap[stalled(gap, vol + invol)]]
 
 
 def _jobs_table(raw: dict[str, Any], task_class: list[int]) -> pd.DataFrame:
@@ -99,8 +105,7 @@ def _jobs_table(raw: dict[str, Any], task_class: list[int]) -> pd.DataFrame:
     task = np.asarray(j["task"], dtype=np.int64)
     rq = np.array([_nan(v) for v in j["runqueue_wait"]])
     held = np.asarray(j["held"], dtype=float)
-    vol = np.array([_nan(v) for v in j["voluntary"]])
-    invol = np.array([_nan(v) for v in j["involuntary"]])
+    vol, invol = switches_of(j)
     arrival = np.asarray(j["arrival"], dtype=float)
     completion = np.asarray(j["completion"], dtype=float)
     size = np.asarray(j["size"], dtype=float)

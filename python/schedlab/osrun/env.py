@@ -180,7 +180,7 @@ def foreign_load(raw: dict[str, Any], cpus: list[int], threshold: float,
         else:
             ours += t["utime_ms"] + t["stime_ms"]
     verdict = noise.verdict(busy_ms, steal_ms, ours, raw["wall_ms"], len(cpus), threshold, hz)
-    verdict["stalled_jobs"] = len(stalls)
+    verdict["unaccounted_jobs"] = len(stalls)
     if stalls:
         verdict["noisy"] = True
         verdict["noise_reasons"].append(
