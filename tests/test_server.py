@@ -499,6 +499,20 @@ def test_load_command_writes_the_common_schema(root: Path, tmp_path: Path) -> No
     assert (df.loc[df["path"] == "/1k.bin", "size"] == 1024).all()
     assert np.allclose(df["response"], df["completion"] - df["arrival"])
     assert s["bytes"] == int(df["size"].sum())
+    # The responses summarized as every world's are (the one summary code), recomputed here
+    # from the table: the mean, the sample spread, the lower empirical quantiles; and the
+    # 95% intervals of the mean, p50, p95 and p99, in ms.
+    r = df["response"].to_numpy()
+    assert s["response_mean"] == pytest.approx(r.mean(), rel=1e-12)
+    assert s["response_std"] == pytest.approx(r.std(ddof=1), rel=1e-9)
+    for key, p_ in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999)):
+        assert s[f"response_{key}"] == pytest.approx(np.quantile(r, p_, method="inverted_cdf"),
+                                                     rel=1e-12), key
+    assert s["response_max"] == pytest.approx(r.max(), rel=1e-12)
+    for key in ("mean", "p50", "p95", "p99"):
+        low, high = s[f"response_{key}_ci"]
+        assert low <= s[f"response_{key}"] <= high and s["units"][f"response_{key}_ci"] == "ms"
+    assert isinstance(s["ci_uncorrelated"], bool)
     assert hlog.read_text().startswith("#schedlab load")
 
 

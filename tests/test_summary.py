@@ -74,7 +74,7 @@ def server_summary(jobs: pd.DataFrame) -> dict:
     ok = jobs.assign(service=jobs["size"], error=0)
     s = {"duration": float(jobs["completion"].max()), "warmup": 0, "sent": len(jobs),
          "missed_sends": 0, "errors": 0, "errors_by_kind": {}, "status": {"200": len(jobs)},
-         "bytes": 0, "throughput_rps": 0.0, "offered_rate": 0.0, "response_p999": 0.0,
+         "bytes": 0, "throughput_rps": 0.0, "offered_rate": 0.0,
          "connections": 4}
     stats = {"busy_ms": [float(jobs["size"].sum())], "served": len(jobs), "aborted": 0,
              "errors": {}, "drained": True}
@@ -121,6 +121,9 @@ def test_one_table_gives_one_summary_in_every_world():
         for key in FROM_TABLE:
             assert world["summary"][key] == ref[key], (name, key)
         pd.testing.assert_frame_equal(world["classes"], ref_classes, check_exact=True)
+    # The server world's p99.9, beyond the common keys: the same quantile rule, same jobs.
+    assert server_summary(jobs)["summary"]["response_p999"] == np.quantile(
+        jobs["response"], 0.999, method="inverted_cdf")
     # Per class: the same definitions over each class's jobs.
     for c, name in enumerate(CLASSES):
         mine = jobs[jobs["class"] == c]

@@ -827,7 +827,10 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
         "world": "server", "missed_sends": int(s["missed_sends"]), "errors": int(s["errors"]),
         "errors_by_kind": s["errors_by_kind"], "status": s["status"], "bytes": int(s["bytes"]),
         "duration": duration, "throughput_rps": s["throughput_rps"],
-        "offered_rate": s["offered_rate"], "response_p999": s["response_p999"],
+        "offered_rate": s["offered_rate"],
+        # The summary code's own quantile, over the same requests as the rest.
+        "response_p999": _core.quantiles(np.ascontiguousarray(
+            ok["response"].to_numpy(dtype=float)), [0.999])[0],
         "connections": int(s["connections"]),
         "server_served": int(stats.get("served", 0)),
         "server_aborted": int(stats.get("aborted", 0)),
@@ -1066,16 +1069,25 @@ def cmd_load(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from schedlab.summary_rows import UNTRUSTED_MARK, interval_of, interval_text
+
     table = Table(title=f"schedlab load: {s['mode']} loop, {args.url}")
     table.add_column("metric")
     table.add_column("value", justify="right")
+    table.add_column("95% interval", justify="right")
+    mark = "" if s.get("ci_uncorrelated", True) else UNTRUSTED_MARK
     for key, label in LOAD_ROWS:
         v = s.get(key)
         if isinstance(v, float) and not math.isfinite(v):
             continue
-        table.add_row(label, f"{v:,.4g}" if isinstance(v, float) else f"{v:,}")
+        ci = interval_of(s, key)
+        table.add_row(label, f"{v:,.4g}" if isinstance(v, float) else f"{v:,}",
+                      interval_text(ci) + (mark if ci is not None else ""))
     console = Console()
     console.print(table)
+    if mark and s["requests"]:
+        console.print(f"{UNTRUSTED_MARK} too few requests to show the batches behind the "
+                      "intervals uncorrelated: not to be trusted")
     if s.get("precision") is not None:
         got = s.get("response_mean_precision")
         got_text = f"{got:.2%}" if isinstance(got, float) and math.isfinite(got) else "unknown"

@@ -81,9 +81,10 @@ LOAD_SUMMARY_UNITS: dict[str, str] = {
     "warmup": "count", "bytes": "bytes", "duration": "ms", "sending_ended": "ms",
     "throughput_rps": "requests/s", "offered_rate": "requests/s", "connections": "count",
     "threads": "count", "start_ns": "ns", "precision": "ratio",
-    "response_mean_precision": "ratio",
+    "response_mean_precision": "ratio", "ci_uncorrelated": "bool",
     **{f"response_{q}": "ms" for q in ("mean", "std", "p50", "p90", "p95", "p99", "p999",
                                         "max")},
+    **{f"response_{q}_ci": "ms" for q in ("mean", "p50", "p95", "p99")},
 }
 
 

@@ -283,6 +283,18 @@ fn mser5(series: PyReadonlyArray1<'_, f64>) -> PyResult<(usize, bool)> {
     Ok((t.discard, t.valid))
 }
 
+/// The quantiles at `ps` (in 0..=1) of `values` as every summary takes them: the lower
+/// empirical quantile, the ceil(p n)-th smallest (`schedlab_model::stats::Quantiles`); NaN
+/// when there are none.
+#[pyfunction]
+fn quantiles(values: PyReadonlyArray1<'_, f64>, ps: Vec<f64>) -> PyResult<Vec<f64>> {
+    let mut q = schedlab_model::stats::Quantiles::default();
+    for &v in values.as_slice()? {
+        q.record(v);
+    }
+    Ok(q.quantiles(&ps))
+}
+
 /// The share of each workload class from its `fraction` (None: not given), one rule in every
 /// world (`schedlab_model::shares`).
 #[pyfunction]
@@ -310,6 +322,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policy_entitlements, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
     m.add_function(wrap_pyfunction!(mser5, m)?)?;
+    m.add_function(wrap_pyfunction!(quantiles, m)?)?;
     m.add_function(wrap_pyfunction!(class_shares, m)?)?;
     Ok(())
 }

@@ -65,7 +65,9 @@ pub struct ThreadPlan {
 
 pub struct ThreadOut {
     pub done: Vec<Rec>,
-    pub hist: Histogram<u64>,
+    /// Every measured request that completed with a response: its intended send and its
+    /// completion (ns), kept whether or not `keep_requests` is, for the run's summary.
+    pub measured: Vec<(u64, u64)>,
     pub intervals: Vec<Histogram<u64>>,
     pub missed: u64,
     pub sent: u64,
@@ -237,7 +239,7 @@ impl<'a> Engine<'a> {
             plan,
             out: ThreadOut {
                 done: Vec::new(),
-                hist: new_hist(),
+                measured: Vec::new(),
                 intervals: Vec::new(),
                 missed: 0,
                 sent: 0,
@@ -952,18 +954,19 @@ impl<'a> Engine<'a> {
             }
         } else {
             if err == 0 {
-                let us = (now.saturating_sub(rec.intended) / 1000).max(1);
-                // record() grows the histogram (auto-resize); saturating_record would clamp
-                // to the initial range without a word.
-                if self.out.hist.record(us).is_err() {
-                    self.out.hist.saturating_record(us);
-                }
-                let i = (now.saturating_sub(self.start) / 1_000_000_000) as usize;
-                while self.out.intervals.len() <= i {
-                    self.out.intervals.push(new_hist());
-                }
-                if self.out.intervals[i].record(us).is_err() {
-                    self.out.intervals[i].saturating_record(us);
+                self.out.measured.push((rec.intended, now));
+                if self.cfg.hdr_log.is_some() {
+                    // The interval log's histograms count whole microseconds.
+                    let us = (now.saturating_sub(rec.intended) / 1000).max(1);
+                    let i = (now.saturating_sub(self.start) / 1_000_000_000) as usize;
+                    while self.out.intervals.len() <= i {
+                        self.out.intervals.push(new_hist());
+                    }
+                    // record() grows the histogram (auto-resize); saturating_record would
+                    // clamp to the initial range without a word.
+                    if self.out.intervals[i].record(us).is_err() {
+                        self.out.intervals[i].saturating_record(us);
+                    }
                 }
                 *self.out.status.entry(rec.status).or_default() += 1;
                 self.progress

@@ -24,6 +24,8 @@ use crate::clock::{ms_since, now_ns};
 use engine::{Arrivals, Engine, Plan, ThreadPlan};
 use schedlab_model::dist::Dist;
 use schedlab_model::output::PrecisionWatch;
+use schedlab_model::stats::Quantiles;
+use schedlab_model::summary::{summarize, Counters, JobTable};
 use schedlab_model::SpecError;
 pub use workload::{BurstGroup, ClassSpec, TargetSpec, Workload};
 
@@ -546,6 +548,11 @@ pub struct LoadSummary {
     pub throughput_rps: f64,
     /// Requests per second asked for (open loop), else NaN.
     pub offered_rate: f64,
+    /// The measured responses (ms) as every world summarizes them, by the one summary code
+    /// (`schedlab_model::summary::summarize`, in completion order): the lower empirical
+    /// quantiles, the sample standard deviation, and 95% intervals of one run (batch means
+    /// for the mean, sectioning for p50, p95 and p99). p90 and p99.9 are the same code's
+    /// quantiles, without an interval.
     pub response_mean: f64,
     pub response_std: f64,
     pub response_p50: f64,
@@ -554,6 +561,13 @@ pub struct LoadSummary {
     pub response_p99: f64,
     pub response_p999: f64,
     pub response_max: f64,
+    pub response_mean_ci: Vec<f64>,
+    pub response_p50_ci: Vec<f64>,
+    pub response_p95_ci: Vec<f64>,
+    pub response_p99_ci: Vec<f64>,
+    /// Whether the mean's batches were shown uncorrelated (false: too few requests to tell,
+    /// and the intervals are not to be trusted).
+    pub ci_uncorrelated: bool,
     pub connections: u64,
     pub threads: usize,
     pub hdr_log: Option<String>,
@@ -681,8 +695,71 @@ pub fn run(cfg: &LoadConfig) -> io::Result<LoadOutput> {
     Ok(out)
 }
 
+/// The measured responses' part of the summary: `measured` holds (intended send, completion)
+/// in ns of every measured request that got a response, `start_ns` is the run's time 0.
+fn summarize_responses(s: &mut LoadSummary, mut measured: Vec<(u64, u64)>, start_ns: u64) {
+    measured.sort_by_key(|&(intended, done)| (done, intended));
+    let n = measured.len();
+    let arrival: Vec<f64> = measured
+        .iter()
+        .map(|&(i, _)| ms_since(start_ns, i))
+        .collect();
+    let completion: Vec<f64> = measured
+        .iter()
+        .map(|&(_, d)| ms_since(start_ns, d))
+        .collect();
+    let response = completion
+        .iter()
+        .zip(&arrival)
+        .map(|(c, a)| c - a)
+        .collect();
+    // What a client cannot know (the server's side of a request) is NaN, as in the server
+    // world without the server's log.
+    let unknown = vec![f64::NAN; n];
+    let jobs = JobTable {
+        job: (0..n as u64).collect(),
+        client: vec![-1; n],
+        class: vec![0; n],
+        cpu: vec![-1; n],
+        arrival,
+        first_run: unknown.clone(),
+        completion,
+        size: unknown.clone(),
+        wait: unknown.clone(),
+        response,
+        slowdown: unknown.clone(),
+        context_switches: unknown.clone(),
+        migrations: unknown,
+    };
+    let first = jobs.arrival.iter().copied().fold(f64::INFINITY, f64::min);
+    let counters = Counters {
+        measure_start: if n > 0 { first } else { 0.0 },
+        measure_end: jobs.completion.last().copied().unwrap_or(0.0),
+        ..Counters::default()
+    };
+    let (summary, _, _) = summarize(&jobs, &[], vec!["all".into()], &counters);
+    let mut q = Quantiles::default();
+    for &r in &jobs.response {
+        q.record(r);
+    }
+    let tail = q.quantiles(&[0.9, 0.999]);
+    s.response_mean = summary.response_mean;
+    s.response_std = summary.response_std;
+    s.response_p50 = summary.response_p50;
+    s.response_p90 = tail[0];
+    s.response_p95 = summary.response_p95;
+    s.response_p99 = summary.response_p99;
+    s.response_p999 = tail[1];
+    s.response_max = summary.response_max;
+    s.response_mean_ci = summary.response_mean_ci.to_vec();
+    s.response_p50_ci = summary.response_p50_ci.to_vec();
+    s.response_p95_ci = summary.response_p95_ci.to_vec();
+    s.response_p99_ci = summary.response_p99_ci.to_vec();
+    s.ci_uncorrelated = summary.ci_uncorrelated;
+}
+
 fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::Result<LoadOutput> {
-    let mut hist = Histogram::<u64>::new(3).expect("3 significant digits");
+    let mut measured: Vec<(u64, u64)> = Vec::new();
     let mut intervals: Vec<Histogram<u64>> = Vec::new();
     let mut s = LoadSummary {
         mode: match &cfg.mode {
@@ -708,8 +785,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
     let mut stopped = start_ns;
     let mut recs: Vec<Rec> = Vec::new();
     for o in outs {
-        hist.add(&o.hist)
-            .map_err(|e| io::Error::other(format!("{e:?}")))?;
+        measured.extend(o.measured);
         for (i, h) in o.intervals.iter().enumerate() {
             while intervals.len() <= i {
                 intervals.push(Histogram::new(3).expect("3 significant digits"));
@@ -740,7 +816,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
         }
         s.errors += e;
     }
-    s.requests = hist.len();
+    s.requests = measured.len() as u64;
     s.duration = ms_since(start_ns, last_done);
     s.sending_ended = ms_since(start_ns, stopped);
     // The warm-up's time is not the measured requests' own: it is left out of the interval.
@@ -750,33 +826,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
     } else {
         f64::NAN
     };
-    let q = |p: f64| {
-        if hist.is_empty() {
-            f64::NAN
-        } else {
-            hist.value_at_quantile(p) as f64 / 1e3
-        }
-    };
-    s.response_mean = if hist.is_empty() {
-        f64::NAN
-    } else {
-        hist.mean() / 1e3
-    };
-    s.response_std = if hist.is_empty() {
-        f64::NAN
-    } else {
-        hist.stdev() / 1e3
-    };
-    s.response_p50 = q(0.5);
-    s.response_p90 = q(0.9);
-    s.response_p95 = q(0.95);
-    s.response_p99 = q(0.99);
-    s.response_p999 = q(0.999);
-    s.response_max = if hist.is_empty() {
-        f64::NAN
-    } else {
-        hist.max() as f64 / 1e3
-    };
+    summarize_responses(&mut s, measured, start_ns);
     if let Some(path) = &cfg.hdr_log {
         write_hdr_log(path, &intervals, start_ns)?;
         s.hdr_log = Some(path.display().to_string());
@@ -848,6 +898,59 @@ fn write_hdr_log(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn responses_are_summarized_by_the_one_summary_code() {
+        // 1000 requests sent at 0 (in ns after time 0 = 5 s), the k-th answered after k ms,
+        // handed over out of completion order.
+        let start = 5_000_000_000;
+        let measured: Vec<(u64, u64)> = (1..=1000u64)
+            .rev()
+            .map(|k| (start, start + k * 1_000_000))
+            .collect();
+        let mut s = LoadSummary::default();
+        summarize_responses(&mut s, measured, start);
+        assert_eq!(s.response_mean, 500.5);
+        assert!((s.response_std - (1000.0f64 * 1001.0 / 12.0).sqrt()).abs() < 1e-9);
+        // The lower empirical quantile: the ceil(p n)-th smallest.
+        let got = [
+            s.response_p50,
+            s.response_p90,
+            s.response_p95,
+            s.response_p99,
+        ];
+        assert_eq!(got, [500.0, 900.0, 950.0, 990.0]);
+        assert_eq!((s.response_p999, s.response_max), (999.0, 1000.0));
+        assert_eq!(s.response_mean_ci.len(), 2);
+
+        // Independent responses (uniform in 1..=20000 us, a fixed seed): the mean's interval
+        // is about the textbook one, 1.96 sd / sqrt(n).
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        let n = 20_000u64;
+        let responses: Vec<u64> = (0..n).map(|_| rng.random_range(1..=20_000u64)).collect();
+        let measured: Vec<(u64, u64)> = responses
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i as u64 * 1_000_000, i as u64 * 1_000_000 + 1_000 * r))
+            .collect();
+        let mut s = LoadSummary::default();
+        summarize_responses(&mut s, measured, 0);
+        let mean = responses.iter().sum::<u64>() as f64 / n as f64 / 1000.0;
+        assert!((s.response_mean - mean).abs() < 1e-9);
+        let textbook = 1.96 * s.response_std / (n as f64).sqrt();
+        let half = (s.response_mean_ci[1] - s.response_mean_ci[0]) / 2.0;
+        assert!(
+            (half / textbook - 1.0).abs() < 0.3,
+            "{half} against {textbook}"
+        );
+        let half50 = (s.response_p50_ci[1] - s.response_p50_ci[0]) / 2.0;
+        assert!(half50 > 0.0 && s.response_p50_ci[0] <= s.response_p50);
+        // Nothing measured: NaN, not zeros.
+        let mut s = LoadSummary::default();
+        summarize_responses(&mut s, Vec::new(), 0);
+        assert!(s.response_mean.is_nan() && s.response_p999.is_nan());
+    }
 
     #[test]
     fn urls_split_into_host_port_path() {
