@@ -507,6 +507,34 @@ def test_noisy_real_runs_are_named_in_a_warning(tmp_path, monkeypatch):
     assert "noisy-warning" not in make_report(quiet).read_text()
 
 
+def test_the_gap_tables_intervals_stop_at_zero(tmp_path, monkeypatch):
+    # Three replications of 10 jobs at load 0.1: the mean wait is near 0 and apart between
+    # runs, so its t interval across them reaches below 0 (as in
+    # test_a_sweeps_intervals_stop_at_zero). The gap table shows each world's interval as the
+    # stats table has it, [0, high], not a symmetric "mean ± half-width" reaching below 0.
+    monkeypatch.setitem(worlds.MODULES, "server", "test_report")
+    d = {"experiment": {"name": "zero", "world": ["sim", "server"], "replications": 3,
+                        "seed": 1},
+         "workload": {"load": 0.1, "size": "exp:1", "jobs": 10},
+         "policy": [{"name": "fcfs"}], "report": {"gap_metrics": ["wait_mean"]}}
+    out = tmp_path / "zero"
+    res = schedlab.run(d, out=out)
+    st = res.metric("wait_mean").set_index("world")
+    gap = world_gap(res, "wait_mean").iloc[0]
+    for prefix, world in (("ref_", "sim"), ("", "server")):
+        assert gap[prefix + "ci_low"] == st.loc[world, "ci_low"]
+        assert gap[prefix + "ci_high"] == st.loc[world, "ci_high"]
+    assert st.loc["sim", "mean"] - st.loc["sim", "half_width"] < 0  # the case at hand
+    assert st.loc["sim", "ci_low"] == 0.0
+    text = make_report(out).read_text()
+    body = re.search(r'<table class="gap" data-metric="wait_mean".*?</table>', text, re.S)[0]
+    cells = [html_lib.unescape(re.sub("<[^>]+>", "", c))
+             for c in re.findall(r"<td>(.*?)</td>", body)]
+    mean, high = st.loc["sim", "mean"], st.loc["sim", "ci_high"]
+    assert cells[0].startswith(f"{mean:.4g} [0, {high:.4g}]"), cells
+    assert "±" not in cells[0] and "±" not in cells[1]
+
+
 def test_makespan_and_switches_side_by_side_by_hand(tmp_path, monkeypatch):
     # Ten jobs of 5 ms at once on one CPU: any work-conserving policy ends at 50 ms. Under RR
     # with a 1 ms quantum each job is taken off its CPU unfinished 4 times (40 switches); the
@@ -535,12 +563,12 @@ def test_makespan_and_switches_side_by_side_by_hand(tmp_path, monkeypatch):
                   re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row)]
                  for row in re.findall(r"<tr>(.*?)</tr>", body)] for m, body in tables}
     span = cells["makespan"]
-    assert span[0][1:4] == ["sim: mean ± CI (ms)", "server: mean ± CI (ms)",
+    assert span[0][1:4] == ["sim: mean [95% CI] (ms)", "server: mean [95% CI] (ms)",
                             "server − sim (ms)"]
     assert span[1][:6] == ["RR quantum=1", "50", "52.5", "2.5", "+5.0%", "–"]
     assert span[2][:6] == ["FCFS", "50", "50.5", "0.5", "+1.0%", "–"]
     switches = cells["context_switches"]
-    assert switches[0][1] == "sim: mean ± CI (count)"
+    assert switches[0][1] == "sim: mean [95% CI] (count)"
     assert switches[1][:5] == ["RR quantum=1", "40", "40", "0", "+0.0%"]
     assert switches[2][:5] == ["FCFS", "0", "0", "0", "–"]  # no relative gap from zero
     # Each table's relative gaps in a sentence (the zero-from-zero row has none).

@@ -389,11 +389,13 @@ def _skip_reasons(res: Any) -> dict[tuple[str, int, str], str]:
 
 def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
     """The gap between each world and the reference world (sim when it ran) for one metric:
-    one row per world x point x policy, with both means, their CI half-widths, the absolute
+    one row per world x point x policy, with both means, their intervals (half-widths, and
+    the bounds as the stats table has them: stopped at 0 for a summary's number), the absolute
     and relative difference, whether the intervals overlap, and why a side is missing."""
     worlds = _worlds(res)
     cols = ["world", "reference", "point", *res.sweep_keys, "label", "ref_mean", "ref_half_width",
-            "ref_n", "mean", "half_width", "n", "diff", "rel_diff", "overlap", "ref_skipped",
+            "ref_ci_low", "ref_ci_high", "ref_n", "mean", "half_width", "ci_low", "ci_high", "n",
+            "diff", "rel_diff", "overlap", "ref_skipped",
             "skipped", "paired", "diff_half_width", "ref_uncorrelated", "uncorrelated"]
     if len(worlds) < 2:
         return pd.DataFrame(columns=cols)
@@ -420,8 +422,8 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
                                        "label": label, "ref_skipped": ra, "skipped": rb}
                 for prefix, s in (("ref_", a), ("", b)):
                     row[prefix + "mean"] = float(s["mean"]) if s is not None else math.nan
-                    row[prefix + "half_width"] = float(s["half_width"]) if s is not None \
-                        else math.nan
+                    for k in ("half_width", "ci_low", "ci_high"):
+                        row[prefix + k] = float(s[k]) if s is not None else math.nan
                     row[prefix + "n"] = int(s["n"]) if s is not None else 0
                     row[prefix + "uncorrelated"] = not (s is not None and _untrusted(s))
                 diff = row["mean"] - row["ref_mean"]
@@ -532,12 +534,21 @@ def _class_shares_html(res: Any) -> str:
             + "</tr>" + "".join(rows) + "</table>")
 
 
-def _mean_ci(mean: float, hw: float, skipped: str | None) -> str:
+def _mean_ci(mean: float, low: float, high: float, skipped: str | None) -> str:
+    """A mean and its interval `[low, high]` (a summary's number stops at 0, so its interval
+    need not be symmetric); "–" where there is no mean, the reason where it was skipped."""
     if skipped and not math.isfinite(mean):
         return f'<span class="off">skipped: {_e(skipped)}</span>'
     if not math.isfinite(mean):
         return "–"
-    return _num(mean) + (f" ± {_num(hw, 3)}" if math.isfinite(hw) else "")
+    return _num(mean) + (f" [{_num(low)}, {_num(high)}]" if math.isfinite(low + high) else "")
+
+
+def _diff_ci(diff: float, hw: float) -> str:
+    """A paired difference and its t-interval's half-width (a difference may be negative)."""
+    if not math.isfinite(diff):
+        return "–"
+    return _num(diff) + (f" ± {_num(hw, 3)}" if math.isfinite(hw) else "")
 
 
 def _gap_html(res: Any, metrics: list[str]) -> str:
@@ -563,16 +574,18 @@ def _metric_gap_html(res: Any, metric: str) -> list[str]:
     unit = re.sub(r"\bms\b", res.time_unit, SUMMARY_UNITS.get(metric, "ratio"))
     parts = [f'<p data-metric="{_e(metric)}">{_e(name[:1].upper() + name[1:])} of the same '
              "sweep point and policy in each world, with "
-             "the confidence interval of each (± half-width; one run has none), the "
+             "the confidence interval of each (in brackets; one run has none), the "
              "difference to the reference world and whether the intervals overlap. Where a "
              "model replays a real world's runs (<code>[worlds.W] replay</code>), both ran on "
              "the same requests, sent until the real run stopped sending: the difference has "
              "its own interval, from the replications' "
              "differences, and the last column says whether it holds 0.</p>"]
     marked = False
+    conf = int(round(100 * _confidence(res)))
     for (ref, world), g in gap.groupby(["reference", "world"], sort=False):
         paired = bool(g["paired"].any())
-        head = keys + ["policy", f"{ref}: mean ± CI ({unit})", f"{world}: mean ± CI ({unit})",
+        head = keys + ["policy", f"{ref}: mean [{conf}% CI] ({unit})",
+                       f"{world}: mean [{conf}% CI] ({unit})",
                        f"{world} − {ref}" + (" ± CI (paired)" if paired else "") + f" ({unit})",
                        "relative", "CI of the gap holds 0" if paired else "CIs overlap"]
         rows = []
@@ -583,11 +596,11 @@ def _metric_gap_html(res: Any, metric: str) -> list[str]:
                 ("yes" if r["overlap"] else '<span class="off">no</span>')
                 + (UNTRUSTED_MARK if doubtful and not r["paired"] else ""))
             rel = f"{100 * r['rel_diff']:+.1f}%" if math.isfinite(r["rel_diff"]) else "–"
-            cells = [_mean_ci(r["ref_mean"], r["ref_half_width"], r["ref_skipped"])
-                     + (UNTRUSTED_MARK if _untrusted(r, "ref_") else ""),
-                     _mean_ci(r["mean"], r["half_width"], r["skipped"])
+            cells = [_mean_ci(r["ref_mean"], r["ref_ci_low"], r["ref_ci_high"],
+                              r["ref_skipped"]) + (UNTRUSTED_MARK if _untrusted(r, "ref_") else ""),
+                     _mean_ci(r["mean"], r["ci_low"], r["ci_high"], r["skipped"])
                      + (UNTRUSTED_MARK if _untrusted(r) else ""),
-                     _mean_ci(r["diff"], r["diff_half_width"], None), rel, overlap]
+                     _diff_ci(r["diff"], r["diff_half_width"]), rel, overlap]
             rows.append("<tr>" + "".join(f'<td class="l">{_e(_num(r[k]))}</td>' for k in keys)
                         + f'<td class="l">{_e(r["label"])}</td>'
                         + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
