@@ -65,7 +65,7 @@ def test_the_table_has_intervals_and_theory(four):
     # FCFS's p99: -ln(0.01) x 5 = 23.03 ms.
     assert t.loc["FCFS", "theory_response_p99"] == pytest.approx(23.0259, rel=1e-4)
     for name in ("FCFS", "PS", "SRPT"):
-        lo, hi = t.loc[name, "response_mean_low"], t.loc[name, "response_mean_high"]
+        lo, hi = t.loc[name, "response_mean_ci_low"], t.loc[name, "response_mean_ci_high"]
         assert lo < t.loc[name, "response_mean"] < hi
         # This seed's intervals cover the closed form, which is within 6% of the measure.
         assert lo < t.loc[name, "theory_response_mean"] < hi, (name, lo, hi)
@@ -81,7 +81,7 @@ def test_replications_give_student_t_intervals():
         assert len(r.runs) == 3
     row = c.rows()[0]
     iv = c.results[0].interval("response_mean")
-    assert row["response_mean_low"] == pytest.approx(iv.mean - iv.half_width, rel=1e-12)
+    assert row["response_mean_ci_low"] == pytest.approx(iv.mean - iv.half_width, rel=1e-12)
     # The same seeds for both policies, replication by replication.
     assert c.results[0].seeds == c.results[1].seeds
     # And the same measured jobs, replication by replication: the larger of the two cuts.
@@ -155,5 +155,5 @@ def test_a_comparison_shows_itself_in_a_notebook(four):
     assert html.count("<tr>") == 1 + len(four.labels)
     assert "response mean (ms) [95% interval]" in html and "theory (ms)" in html
     fcfs = four.rows()[0]
-    assert f"{fcfs['response_mean']:.4g} [{fcfs['response_mean_low']:.4g}, " in html
+    assert f"{fcfs['response_mean']:.4g} [{fcfs['response_mean_ci_low']:.4g}, " in html
     assert "RR quantum=5" in html and repr(four).startswith("Comparison(FCFS, SRPT, PS")

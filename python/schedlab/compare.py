@@ -98,18 +98,18 @@ class Comparison:
         return "batch means within the run"
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per policy: the metrics, `KEY_low`/`KEY_high` of their 95% intervals,
-        `theory_KEY` (None without a closed form), the jobs measured and those left out at
-        the start (`warmup_jobs`: the same for every policy), and `ci_uncorrelated` (false:
-        one run too short to find uncorrelated batches, whose intervals are not to be
-        trusted)."""
+        """One dict per policy: the metrics, `KEY_ci_low`/`KEY_ci_high` (the bounds of their
+        95% intervals: a summary's `KEY_ci` in two columns), `theory_KEY` (None without a
+        closed form), the jobs measured and those left out at the start (`warmup_jobs`: the
+        same for every policy), and `ci_uncorrelated` (false: one run too short to find
+        uncorrelated batches, whose intervals are not to be trusted)."""
         out = []
         for name, result in zip(self.labels, self.results, strict=True):
             s = result.summary
             row: dict[str, Any] = {"policy": name}
             for key, _ in METRICS:
                 ci = s.get(f"{key}_ci") or [float("nan"), float("nan")]
-                row.update({key: s[key], f"{key}_low": ci[0], f"{key}_high": ci[1]})
+                row.update({key: s[key], f"{key}_ci_low": ci[0], f"{key}_ci_high": ci[1]})
             for key, _ in PLAIN:
                 row[key] = s[key]
             row.update({f"theory_{k}": v for k, v in self.theory(name).items()})
@@ -132,7 +132,7 @@ class Comparison:
         units = {}
         for key, _ in METRICS:
             unit = SUMMARY_UNITS[key]
-            units.update({key: unit, f"{key}_low": unit, f"{key}_high": unit})
+            units.update({key: unit, f"{key}_ci_low": unit, f"{key}_ci_high": unit})
         units.update({key: SUMMARY_UNITS[key] for key, _ in PLAIN})
         units.update({f"theory_{key}": SUMMARY_UNITS[key] for key in THEORY})
         units["jobs"] = units["warmup_jobs"] = SUMMARY_UNITS["jobs"]
@@ -159,7 +159,8 @@ class Comparison:
         for row in self.rows():
             cells = [row["policy"]]
             for key, _ in METRICS:
-                ci = interval_of({f"{key}_ci": [row[f"{key}_low"], row[f"{key}_high"]]}, key)
+                bounds = [row[f"{key}_ci_low"], row[f"{key}_ci_high"]]
+                ci = interval_of({f"{key}_ci": bounds}, key)
                 cells.append(f"{number_text(row[key])} {interval_text(ci)}".strip())
                 if key in THEORY:
                     th = row[f"theory_{key}"]
