@@ -36,7 +36,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from schedlab import sweep  # noqa: E402
 from schedlab.jsonio import json_safe  # noqa: E402
 from schedlab.stats import t_interval  # noqa: E402
-from schedlab.vocabulary import SUMMARY_UNITS  # noqa: E402
+from schedlab.vocabulary import SUMMARY_UNITS, table_units  # noqa: E402
 
 plt.rcParams.update({
     "figure.dpi": 100, "savefig.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
@@ -741,6 +741,11 @@ def _jobs_at_point(ctx: Context, replication: int | None = 0,
     return out
 
 
+def size_unit(world: str) -> str:
+    """The unit of a world's job sizes (the server's are bytes, every other world's ms)."""
+    return table_units("jobs", ["size"], world)["size"]
+
+
 def classes(ctx: Context) -> Plot:
     title = "Small against large jobs"
     cl = ctx.at_point(ctx.res.classes)
@@ -758,20 +763,37 @@ def classes(ctx: Context) -> Plot:
         if not jobs:
             return Plot("classes", title, "", note=f"{title}: no classes and no stored per-job "
                         "tables at this point (experiment.keep_jobs)")
-        sizes = pd.concat([j["size"] for j in jobs.values()])
-        lo, hi = float(sizes.quantile(0.5)), float(sizes.quantile(0.9))
-        if not hi > lo:
+        # Each world's own split, in its own unit: a server's job size is its file (bytes),
+        # a model's its service (ms); one split over both would put every request among the
+        # large jobs.
+        bounds = {}
+        for world in dict.fromkeys(w for w, _ in jobs):
+            sizes = pd.concat([df["size"] for (w, _), df in jobs.items() if w == world])
+            lo, hi = float(sizes.quantile(0.5)), float(sizes.quantile(0.9))
+            if hi > lo:
+                bounds[world] = (lo, hi)
+        if not bounds:
             return Plot("classes", title, "", note=f"{title}: every job has the same size, so "
                         "there are no small and large jobs to compare")
         rows = []
         for (world, label), df in jobs.items():
-            for name, mask in ((f"small (size <= {lo:.3g}, half of jobs)", df["size"] <= lo),
-                               (f"large (size >= {hi:.3g}, top 10%)", df["size"] >= hi)):
+            if world not in bounds:
+                continue
+            lo, hi = bounds[world]
+            for name, mask in (("small (half of jobs)", df["size"] <= lo),
+                               ("large (top 10% by size)", df["size"] >= hi)):
                 iv = t_interval(df.loc[mask, "response"].tolist(), floor=0.0)
                 rows.append((world, label, name, iv.mean, _error_bar(iv)))
+        splits = "; ".join(
+            f"{world}: small up to {lo:.3g}, large from {hi:.3g} {ctx.unit(size_unit(world))}"
+            for world, (lo, hi) in bounds.items())
+        same = [w for w in dict.fromkeys(w for w, _ in jobs) if w not in bounds]
         caption = ("Mean response time of the smallest half and the largest tenth of jobs "
-                   "(stored per-job rows of every replication); intervals treat jobs as "
-                   "independent, so they are optimistic.")
+                   f"by size, each world's split in its own unit ({splits}); stored per-job "
+                   "rows of every replication; intervals treat jobs as independent, so they "
+                   "are optimistic."
+                   + (f" Not shown: {', '.join(same)}, whose jobs are all of one size."
+                      if same else ""))
         groups = list(dict.fromkeys(r[2] for r in rows))
     fig, axes = _figure(1, len(groups), figsize=(min(4.5 * len(groups), 12), 4),
                         squeeze=False)
