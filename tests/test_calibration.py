@@ -651,11 +651,12 @@ def test_a_real_runs_requests_become_a_closed_trace():
     from schedlab.server import replay_trace
 
     # Client 7 sends at 0 and 10 (its first response came at 4: think 6); client 3 at 2; a
-    # request of client 3 that failed at 3 is in neither the trace nor its thinks.
+    # request of client 3 that failed at 3 is in neither the trace nor its thinks. Sizes are
+    # ms of service (files of 1 KiB, 0 and 2 KiB at 0.25 ms + 0.02 ms/KiB).
     jobs = pd.DataFrame({"client": [7, 3, 3, 7], "arrival": [0.0, 2.0, 3.0, 10.0],
                          "completion": [4.0, 5.0, 3.5, 12.0],
-                         "size": [1024.0, 0.0, 0.0, 2048.0], "error": [0, 0, 1, 0]})
-    trace = replay_trace(jobs, lambda b: 0.25 + 0.02 * b / 1024)
+                         "size": [0.27, 0.25, 0.25, 0.29], "error": [0, 0, 1, 0]})
+    trace = replay_trace(jobs)
     recorded = trace.iloc[:3]
     assert recorded["task"].tolist() == [0, 1, 1]
     assert recorded["think"].tolist() == pytest.approx([2.0, 0.0, 6.0])
@@ -666,16 +667,15 @@ def test_a_real_runs_requests_become_a_closed_trace():
     assert more["task"].tolist() == [0, 0, 1, 1]
     assert more["think"].tolist() == pytest.approx([6.0] * 4)
     assert set(more["size"].round(6)) <= {0.25, 0.27, 0.29}
-    assert replay_trace(jobs, lambda b: 0.25 + 0.02 * b / 1024, seed=5).iloc[3:].equals(
-        replay_trace(jobs, lambda b: 0.25 + 0.02 * b / 1024, seed=5).iloc[3:])
+    assert replay_trace(jobs, seed=5).iloc[3:].equals(replay_trace(jobs, seed=5).iloc[3:])
     # An open-loop run (no clients): its arrivals and sizes, in arrival order.
     open_loop = jobs.assign(client=-1)
-    trace = replay_trace(open_loop, lambda b: 0.25 + 0.02 * b / 1024)
+    trace = replay_trace(open_loop)
     assert trace.columns.tolist() == ["arrival", "size"]
     assert trace["arrival"].tolist() == pytest.approx([0.0, 2.0, 10.0])
     assert trace["size"].tolist() == pytest.approx([0.27, 0.25, 0.29])
     # No service time in the cost model: nothing to replay.
-    assert replay_trace(jobs, lambda b: np.full(len(b), np.nan)) is None
+    assert replay_trace(jobs.assign(size=np.nan)) is None
 
 
 @pytest.mark.parametrize("text, why", [

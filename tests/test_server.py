@@ -496,9 +496,10 @@ def test_load_command_writes_the_common_schema(root: Path, tmp_path: Path) -> No
     assert set(df["path"]) == {"/1k.bin", "/small.txt"}
     share = (df["path"] == "/1k.bin").mean()
     assert abs(share - 0.75) < 0.1  # weights 3:1; binomial s.e. 0.022
-    assert (df.loc[df["path"] == "/1k.bin", "size"] == 1024).all()
+    assert (df.loc[df["path"] == "/1k.bin", "bytes"] == 1024).all()
+    assert df["size"].isna().all()  # no cost model on the client's side: no service in ms
     assert np.allclose(df["response"], df["completion"] - df["arrival"])
-    assert s["bytes"] == int(df["size"].sum())
+    assert s["bytes"] == int(df["bytes"].sum())
     # The responses summarized as every world's are (the one summary code), recomputed here
     # from the table: the mean, the sample spread, the lower empirical quantiles; and the
     # 95% intervals of the mean, p50, p95 and p99, in ms.
@@ -559,7 +560,7 @@ def test_run_returns_the_common_schema_with_server_columns() -> None:
     assert unitless(r.summary) == set()  # --json's units
     assert list(r.jobs.columns[: len(JOB_COLUMNS)]) == JOB_COLUMNS
     j = r.jobs
-    assert len(j) == 20 and (j["cpu"] == 0).all() and (j["size"] == 262_144).all()
+    assert len(j) == 20 and (j["cpu"] == 0).all() and (j["bytes"] == 262_144).all()
     assert (j["first_run"] >= j["arrival"] - 0.01).all()
     assert (j["completion"] >= j["first_run"]).all()
     assert np.allclose(j["response"], j["completion"] - j["arrival"])
@@ -567,8 +568,8 @@ def test_run_returns_the_common_schema_with_server_columns() -> None:
     # alternates with the other one, 16 turns, about 15 switches each (fewer at the edges).
     assert j["turns"].max() == 16 and j["context_switches"].mean() > 10
     assert (j["migrations"] == 0).all()
-    # Uncontended service by the cost model: 256 KiB x 0.02 ms = 5.12 ms.
-    assert np.allclose(j["slowdown"], j["response"] / 5.12)
+    # Uncontended service by the cost model: 256 KiB x 0.02 ms = 5.12 ms, the job's size.
+    assert np.allclose(j["size"], 5.12) and np.allclose(j["slowdown"], j["response"] / 5.12)
     assert r.summary["bytes"] == 20 * 262_144
     assert 0 < r.summary["utilization"] <= 1.0
 
@@ -588,13 +589,14 @@ def test_same_spec_in_sim_and_server_worlds_agree(tmp_path: Path) -> None:
     srv = r.summary
     assert srv["jobs"] == 400 and srv["errors"] == 0
     j = r.jobs
-    # Every column has its unit; a request's size is its file's, in bytes (its service in ms).
+    # Every column has its unit; a request's size is its service by the cost model in ms, as
+    # in every world, its file in bytes, the worker time it got in ms.
     assert set(r.units["jobs"]) == set(j.columns)
-    assert (r.units["jobs"]["size"], r.units["jobs"]["service"]) == ("bytes", "ms")
+    assert [r.units["jobs"][c] for c in ("size", "bytes", "service")] == ["ms", "bytes", "ms"]
     assert r.units["summary"]["throughput_rps"] == "requests/s"
     trace = tmp_path / "trace.csv"
-    size_ms = j["size"] * 0.01 / 1000  # back through the cost model: 10^6 bytes -> 10 ms
-    assert np.allclose(size_ms, 10.0)
+    size_ms = j["bytes"] * 0.01 / 1000  # back through the cost model: 10^6 bytes -> 10 ms
+    assert np.allclose(size_ms, 10.0) and np.allclose(j["size"], size_ms)
     trace.write_text("arrival,size\n" + "".join(f"{a},{z}\n" for a, z in zip(j["arrival"],
                                                                              size_ms,
                                                                              strict=True)))
@@ -769,5 +771,5 @@ def test_lottery_tickets_by_class_share_the_worker() -> None:
     assert gold + tin > 200 and r.summary["errors"] == 0
     # 64 packets a request: the share of draws is tight; requests completed follow it.
     assert 2.4 < gold / tin < 3.7, (gold, tin)
-    assert (r.jobs["size"] == 1 << 20).all()
+    assert (r.jobs["bytes"] == 1 << 20).all()
     assert set(r.tasks["class"]) == {"gold", "tin"}

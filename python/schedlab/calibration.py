@@ -163,7 +163,7 @@ def _rows(result: Any) -> np.ndarray:
     turns = _switched_turns(result.schedule)
     later = np.array([turns.get(int(j), (0, 0)) for j in jobs["job"]], dtype=float)
     later = later.reshape(-1, 2)
-    return np.column_stack([jobs["service"].to_numpy(float), jobs["size"].to_numpy(float) / 1024,
+    return np.column_stack([jobs["service"].to_numpy(float), jobs["bytes"].to_numpy(float) / 1024,
                             later[:, 0], later[:, 1], jobs["response"].to_numpy(float)])
 
 

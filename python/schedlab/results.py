@@ -206,8 +206,8 @@ class Result:
     @property
     def units(self) -> dict[str, dict[str, str]]:
         """The unit of every number: `units["summary"][key]` (`--json`'s `units`) and
-        `units[table][column]` for each table (`schedlab.vocabulary.TABLE_UNITS`: the
-        server world's `jobs.size` is in bytes, the other worlds' in ms)."""
+        `units[table][column]` for each table (`schedlab.vocabulary.TABLE_UNITS`; a real
+        world's own columns too: the server's `jobs.bytes`, the os world's counters)."""
         world = self.summary.get("world")
         return {"summary": summary_units(self.summary),
                 **{name: table_units(name, getattr(self, name).columns, world)

@@ -60,7 +60,8 @@ NATIVE_KEYS = frozenset({
 DEFAULT_NOISE_THRESHOLD = 0.1
 NATIVE_CLASS_KEYS = frozenset({"name", "fraction", "size", "bytes", "priority", "tickets",
                                "weight", "nice", "deadline", "clients", "prefix"})
-EXTRA_COLUMNS = ["sent", "status", "error", "path", "server_arrival", "service", "turns"]
+EXTRA_COLUMNS = ["sent", "status", "error", "path", "bytes", "server_arrival", "service",
+                 "turns"]
 DEFAULT_FILES = 100
 MAX_CATALOGUE_BYTES = 4 << 30
 LINE = b"schedlab serves this line as part of a generated catalogue file.\n"  # 64 bytes
@@ -597,7 +598,7 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
         n = raw["noise"]
         summary.update({k: n[k] for k in ("noisy", "noise_reasons", "foreign_fraction",
                                           "steal_fraction")})
-    trace = replay_trace(sent, p.service_ms, int(p.spec.get("seed", 1)))
+    trace = replay_trace(sent, int(p.spec.get("seed", 1)))
     if trace is not None:
         # Replayed until the run stopped sending, then drained, as the server run was.
         trace.attrs["end"] = float(raw["summary"]["sending_ended"])
@@ -609,12 +610,12 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
                   schedule=schedule, spec={"world": "server", **p.spec}, replay_trace=trace)
 
 
-def replay_trace(sent: pd.DataFrame, size_ms: Any, seed: int = 1) -> pd.DataFrame | None:
+def replay_trace(sent: pd.DataFrame, seed: int = 1) -> pd.DataFrame | None:
     """A real run's requests as a trace for the simulator, warm-up included, failed requests
     left out: a closed-loop run as a closed trace (columns task, think, size: each client's
     requests in the order it sent them, the think before each, its send minus the arrival of
     its previous response, from the run's start for its first); an open-loop run as arrival,
-    size. Sizes are ms of service by the cost model (`size_ms(bytes)`). Simulated with the
+    size. Sizes are ms of service by the cost model (the table's `size`). Simulated with the
     run's policy and machine it is the same workload request for request, so a comparison
     with the run is paired. None when the cost model gives no service time.
 
@@ -625,10 +626,8 @@ def replay_trace(sent: pd.DataFrame, size_ms: Any, seed: int = 1) -> pd.DataFram
     import pandas as pd
 
     ok = sent[sent["error"] == 0]
-    size = np.asarray(size_ms(ok["size"].to_numpy(dtype=float)), dtype=float)
-    if len(ok) == 0 or not np.isfinite(size).all():
+    if len(ok) == 0 or not np.isfinite(ok["size"].to_numpy(dtype=float)).all():
         return None
-    ok = ok.assign(size=size)
     if (ok["client"] < 0).all():
         o = ok.sort_values("arrival", kind="stable")
         return pd.DataFrame({"arrival": o["arrival"].to_numpy(), "size": o["size"].to_numpy()})
@@ -710,7 +709,7 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
         "arrival": r["arrival"],
         "first_run": np.full(n, np.nan),
         "completion": r["completion"],
-        "size": r["bytes"].astype(float),
+        "size": np.full(n, np.nan),
         "wait": np.full(n, np.nan),
         "response": r["completion"] - r["arrival"],
         "slowdown": np.full(n, np.nan),
@@ -720,6 +719,7 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
         "status": r["status"].astype(np.int64),
         "error": r["error"].astype(np.int64),
         "path": [targets[int(t)] for t in r["target"]],
+        "bytes": r["bytes"].astype(float),
         "server_arrival": np.full(n, np.nan),
         "service": np.full(n, np.nan),
         "turns": np.full(n, -1, dtype=np.int64),
@@ -753,9 +753,12 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
         cls = col("class")
         use = served & (cls >= 0)
         df.loc[use, "class"] = cls[use].astype(np.int64)
-        df.loc[served, "size"] = col("bytes")[served]
+        df.loc[served, "bytes"] = col("bytes")[served]
     if p is not None:
-        df["slowdown"] = df["response"] / p.service_ms(df["size"].to_numpy())
+        # A job's size is its service in ms, as in every world: its file through the cost
+        # model (NaN without an emulated cost).
+        df["size"] = p.service_ms(df["bytes"].to_numpy())
+        df["slowdown"] = df["response"] / df["size"]
     warm = np.asarray(r["warm"], dtype=bool) if "warm" in r else np.zeros(n, dtype=bool)
     if with_warmup:
         return df[JOB_COLUMNS + EXTRA_COLUMNS].assign(warm=warm)
@@ -796,7 +799,7 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
     start = float(ok["arrival"].min()) if len(ok) else float("nan")
     end = float(ok["completion"].max()) if len(ok) else float("nan")
     span = end - start
-    service = p.service_ms(ok["size"].to_numpy())
+    service = ok["size"].to_numpy(dtype=float)
     tasks: list[dict[str, Any]] = []
     if len(ok) and (ok["client"] >= 0).any():
         clients = sorted(int(c) for c in ok.loc[ok["client"] >= 0, "client"].unique())

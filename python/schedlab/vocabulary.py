@@ -89,8 +89,9 @@ LOAD_SUMMARY_UNITS: dict[str, str] = {
 
 
 # The unit of every column of a run's tables (`Result.units`; "id" names a job, a task, a
-# class or a CPU). The server world's per-job table has a request's file in `size` (bytes;
-# its service is `service`, ms) and columns of its own (docs/server.md).
+# class or a CPU). A job's `size` is its service in ms in every world (the server's: its file
+# through the cost model); the server world's per-job table has its file in `bytes`, the
+# worker time it got in `service`, and columns of its own (docs/server.md).
 TABLE_UNITS: dict[str, dict[str, str]] = {
     "jobs": {"job": "id", "client": "id", "class": "id", "cpu": "id", "arrival": "ms",
              "first_run": "ms", "completion": "ms", "size": "ms", "wait": "ms",
@@ -111,7 +112,7 @@ TABLE_UNITS: dict[str, dict[str, str]] = {
                     "seed": "text"},
 }
 SERVER_JOB_UNITS: dict[str, str] = {
-    "size": "bytes", "sent": "ms", "status": "text", "error": "text", "path": "text",
+    "bytes": "bytes", "sent": "ms", "status": "text", "error": "text", "path": "text",
     "server_arrival": "ms", "service": "ms", "turns": "count"}
 # The os world's own columns (docs/os.md): a job's and a task's counters from the kernel and
 # the dispatcher. nice, rtprio and priority are scheduling levels (no unit: "level").

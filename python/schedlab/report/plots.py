@@ -36,7 +36,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from schedlab import sweep  # noqa: E402
 from schedlab.jsonio import json_safe  # noqa: E402
 from schedlab.stats import t_interval  # noqa: E402
-from schedlab.vocabulary import SUMMARY_UNITS, table_units  # noqa: E402
+from schedlab.vocabulary import SUMMARY_UNITS  # noqa: E402
 
 plt.rcParams.update({
     "figure.dpi": 100, "savefig.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
@@ -741,11 +741,6 @@ def _jobs_at_point(ctx: Context, replication: int | None = 0,
     return out
 
 
-def size_unit(world: str) -> str:
-    """The unit of a world's job sizes (the server's are bytes, every other world's ms)."""
-    return table_units("jobs", ["size"], world)["size"]
-
-
 def classes(ctx: Context) -> Plot:
     title = "Small against large jobs"
     cl = ctx.at_point(ctx.res.classes)
@@ -763,18 +758,19 @@ def classes(ctx: Context) -> Plot:
         if not jobs:
             return Plot("classes", title, "", note=f"{title}: no classes and no stored per-job "
                         "tables at this point (experiment.keep_jobs)")
-        # Each world's own split, in its own unit: a server's job size is its file (bytes),
-        # a model's its service (ms); one split over both would put every request among the
-        # large jobs.
+        # Each world's own split, in its own unit (a job's size is ms of service in every
+        # world, but a world's jobs can differ: a real server's requests are the files
+        # the cost model sized, and a server without an emulated cost has none).
         bounds = {}
         for world in dict.fromkeys(w for w, _ in jobs):
             sizes = pd.concat([df["size"] for (w, _), df in jobs.items() if w == world])
-            lo, hi = float(sizes.quantile(0.5)), float(sizes.quantile(0.9))
+            sizes = sizes[np.isfinite(sizes.to_numpy(dtype=float))]
+            lo, hi = (float(sizes.quantile(q)) for q in (0.5, 0.9)) if len(sizes) else (0, 0)
             if hi > lo:
                 bounds[world] = (lo, hi)
         if not bounds:
-            return Plot("classes", title, "", note=f"{title}: every job has the same size, so "
-                        "there are no small and large jobs to compare")
+            return Plot("classes", title, "", note=f"{title}: every job has the same size "
+                        "(or none), so there are no small and large jobs to compare")
         rows = []
         for (world, label), df in jobs.items():
             if world not in bounds:
@@ -785,15 +781,15 @@ def classes(ctx: Context) -> Plot:
                 iv = t_interval(df.loc[mask, "response"].tolist(), floor=0.0)
                 rows.append((world, label, name, iv.mean, _error_bar(iv)))
         splits = "; ".join(
-            f"{world}: small up to {lo:.3g}, large from {hi:.3g} {ctx.unit(size_unit(world))}"
+            f"{world}: small up to {lo:.3g}, large from {hi:.3g} {ctx.unit('ms')}"
             for world, (lo, hi) in bounds.items())
         same = [w for w in dict.fromkeys(w for w, _ in jobs) if w not in bounds]
         caption = ("Mean response time of the smallest half and the largest tenth of jobs "
-                   f"by size, each world's split in its own unit ({splits}); stored per-job "
-                   "rows of every replication; intervals treat jobs as independent, so they "
-                   "are optimistic."
-                   + (f" Not shown: {', '.join(same)}, whose jobs are all of one size."
-                      if same else ""))
+                   f"by size (service), each world's split of its own jobs ({splits}); stored "
+                   "per-job rows of every replication; intervals treat jobs as independent, so "
+                   "they are optimistic."
+                   + (f" Not shown: {', '.join(same)}, whose jobs are all of one size "
+                      "or have none (a server without an emulated cost)." if same else ""))
         groups = list(dict.fromkeys(r[2] for r in rows))
     fig, axes = _figure(1, len(groups), figsize=(min(4.5 * len(groups), 12), 4),
                         squeeze=False)
