@@ -106,6 +106,28 @@ def test_a_dispatched_workers_hold_runs_to_its_grant():
     assert r.units["jobs"]["unaccounted"] == "ms" and r.units["tasks"]["dispatches"] == "count"
 
 
+def test_a_dispatched_jobs_io_is_its_sleeps_and_the_wait_after_is_held():
+    """Under the dispatcher a worker back from its I/O waits for a grant, which is the
+    dispatcher's hold, not I/O. One CPU, round robin in 10 ms quanta, two CPU hogs and a
+    process of 4 bursts of 0.25 ms each followed by 3 ms of sleep: after each sleep it waits
+    for the hog's quantum to end. Its `io` is its sleeps (12 ms and the timer's overshoot);
+    counted up to the grant, as until 2026-11-28, it also held every wait (up to 10 ms each),
+    which `held` counts too."""
+    r = osrun.run({"policy": "rr", "params": {"quantum": 10}, "cpus": [0], "time": 800,
+                   "think": "det:0", "classes": [
+                       {"name": "hog", "clients": 2, "size": "det:1000"},
+                       {"name": "io", "clients": 1, "size": "det:1", "bursts": 4,
+                        "io": "sleep:det:3"}], **QUIET})
+    j = r.jobs[r.jobs["class"] == 1]
+    assert len(j) >= 5
+    assert ((j["io"] >= 12.0) & (j["io"] < 12.0 + 4 * 0.5)).all(), j["io"].describe()
+    # It waited after its sleeps (the hogs hold the CPU for up to a quantum).
+    assert j["held"].mean() > 4.0, j["held"].describe()
+    # Nothing counted twice: the parts never add up to more than the response.
+    parts = j["runqueue_wait"] + j["held"] + j["cpu_time"] + j["io"]
+    assert (parts <= j["response"] + 0.5).all(), (j["response"] - parts).describe()
+
+
 # --- kernel policies --------------------------------------------------------------------
 
 
