@@ -758,9 +758,9 @@ def classes(ctx: Context) -> Plot:
         if not jobs:
             return Plot("classes", title, "", note=f"{title}: no classes and no stored per-job "
                         "tables at this point (experiment.keep_jobs)")
-        # Each world's own split, in its own unit (a job's size is ms of service in every
-        # world, but a world's jobs can differ: a real server's requests are the files
-        # the cost model sized, and a server without an emulated cost has none).
+        # Each world's own split of its own jobs (sizes are ms of service in every world,
+        # but the jobs differ: a real server's requests are its catalogue's files through
+        # the cost model, and a server without an emulated cost has no sizes).
         bounds = {}
         for world in dict.fromkeys(w for w, _ in jobs):
             sizes = pd.concat([df["size"] for (w, _), df in jobs.items() if w == world])
