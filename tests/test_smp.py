@@ -260,3 +260,38 @@ def test_a_task_that_wakes_on_another_cpu_takes_its_policy_state_along(tmp_path)
         [(1 - hog_cpu, 0.0, 1.0), (1 - hog_cpu, 1.0, 5.0), (hog_cpu, 11.0, 16.0)]
     assert (hog_cpu, 1.0, 11.0) in set(zip(hog.cpu, hog.start, hog.end, strict=True))
     assert r.jobs.set_index("job").loc[1, "completion"] == 16.0
+
+
+@pytest.mark.parametrize("policy", ["gps", "ps", "fb"])
+def test_fluid_runqueues_are_balanced_like_turn_based_ones(policy):
+    """Four endless tasks started on CPU 0 of 2: a fluid per-CPU runqueue serves all four at
+    once, and the balancers must see them to move them (they did not: CPU 1 stayed idle).
+    Linux balancers split them 2/2 (each task half a CPU: 5,000 of 10,000 ms); `steal` and
+    `windows` pull one to the idle CPU (one task 10,000 ms, three 3,333.3); without a
+    balancer they stay (2,500 each, CPU 1 idle), as RR does in every case."""
+    spread = {"none": [2500.0] * 4, "linux": [5000.0] * 4, "linux26": [5000.0] * 4,
+              "steal": [10000.0] + [10000.0 / 3] * 3, "windows": [10000.0] + [10000.0 / 3] * 3}
+    for balancer, expected in spread.items():
+        for p in (policy, "rr"):
+            r = schedlab.simulate(p, clients=4, size="det:1e9", think="det:0", cpus=2,
+                                  runqueues="per-cpu", balancer=balancer, start_pinned=0,
+                                  time=10000.0, seed=1, **({"quantum": 1} if p == "rr" else {}))
+            got = sorted(r.tasks["service"], reverse=True)
+            assert got == pytest.approx(sorted(expected, reverse=True), abs=2.0), (p, balancer)
+            assert r.summary["utilization"] == pytest.approx(
+                0.5 if balancer == "none" else 1.0, abs=1e-3), (p, balancer)
+
+
+def test_a_fluid_jobs_migrations_are_counted_and_its_service_is_the_cpus_busy_time():
+    """Tasks that think and wake on either CPU under PS on per-CPU runqueues: every ms a CPU
+    was busy is a ms some task received (the service was short of it when a job moved: what
+    it had received before the move was lost), and moves are counted as under RR."""
+    for policy in ("gps", "rr"):
+        r = schedlab.simulate(policy, clients=6, size="exp:10", think="exp:10", cpus=2,
+                              runqueues="per-cpu", balancer="linux", time=20000.0, seed=1,
+                              **({"quantum": 1} if policy == "rr" else {}))
+        s = r.summary
+        busy = sum(s["utilization_per_cpu"]) * s["makespan"]
+        assert r.tasks["service"].sum() == pytest.approx(busy, abs=2.0), policy
+        assert s["migrations"] > 300, policy
+        assert r.tasks["migrations"].sum() >= s["migrations"], policy

@@ -76,9 +76,12 @@ impl Accounting {
         }
     }
 
-    /// A task's burst was served in a fluid runqueue.
+    /// A task received `served` in a fluid runqueue, now (its burst completed, it left the
+    /// runqueue, or the run ended). A fluid serves at rates that change, so what it served
+    /// before the measured interval opened is taken off when it opens (`start_measuring`);
+    /// nothing is credited before then, and nothing is served after the interval's end.
     pub(super) fn served_fluid(&mut self, task: usize, served: f64) {
-        if self.shares.is_some() && task < self.service.len() {
+        if self.shares.is_some() && task < self.service.len() && self.measure_start.is_finite() {
             self.service[task] += served;
         }
     }
@@ -99,6 +102,18 @@ impl Engine<'_> {
         let end = self.acct.measure_end;
         if let Some(s) = &mut self.acct.shares {
             s.set_window(now, end);
+            // A fluid job's service is credited whole when it leaves its runqueue: what it
+            // received before now is not the interval's.
+            for i in 0..self.jobs.len() {
+                let j = &self.jobs[i];
+                let rq = &mut self.rqs[j.rq as usize];
+                if !(j.alive && j.queued && rq.fluid) || j.task as usize >= self.acct.service.len()
+                {
+                    continue;
+                }
+                let before = rq.policy.fluid().expect("fluid").attained(JobId(i as u32));
+                self.acct.service[j.task as usize] -= before;
+            }
         }
     }
 

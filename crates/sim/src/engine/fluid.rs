@@ -31,8 +31,25 @@ impl Engine<'_> {
         if j.first_run.is_nan() {
             j.first_run = now;
         }
-        j.cpu = if self.per_cpu { r as i32 } else { NONE };
         j.queued = true;
+        if self.per_cpu {
+            // A fluid serves a job from the moment it joins: one that joins another CPU's
+            // runqueue than its last (moved by a balancer, or woken elsewhere) migrates.
+            if j.cpu != NONE && j.cpu != r as i32 {
+                j.migrations += 1;
+            }
+            j.cpu = r as i32;
+            let t = &mut self.tasks[j.task as usize];
+            if t.last_cpu != NONE && t.last_cpu != r as i32 {
+                t.migrations += 1;
+            }
+            t.last_cpu = r as i32;
+            self.cpus[r].idle_told = false;
+            // Every job of a fluid runqueue is served and may be moved: the balancers see
+            // them in the runqueue's list, as they see a turn-based runqueue's waiting jobs.
+            j.queued_at = self.rqs[r].queued.len() as u32;
+            self.rqs[r].queued.push(id);
+        }
         let f = self.rqs[r].policy.fluid().expect("fluid");
         f.advance(now);
         f.add(&v, now);
@@ -49,11 +66,13 @@ impl Engine<'_> {
         self.rqs[r]
             .policy
             .dequeue(&view, now, schedlab_policy::Dequeue::Migrate);
+        self.unqueue(id);
         let j = &mut self.jobs[id.index()];
-        j.queued = false;
         j.burst_left -= served;
         j.view.remaining -= served;
         j.view.attained += served;
+        let task = j.task as usize;
+        self.acct.served_fluid(task, served);
         let f = self.rqs[r].policy.fluid().expect("fluid");
         let next = f.next_event(now).unwrap_or(f64::INFINITY);
         self.fluid_next.set(r, next);
@@ -75,11 +94,11 @@ impl Engine<'_> {
             j.view.attained += served;
             let task = j.task as usize;
             self.acct.served_fluid(task, served);
-            let j = &mut self.jobs[id.index()];
-            j.queued = false;
-            if j.bursts_left > 0 {
+            self.unqueue(id);
+            if self.jobs[id.index()].bursts_left > 0 {
                 self.block(id);
             } else {
+                let j = &mut self.jobs[id.index()];
                 j.view.remaining = 0.0;
                 j.view.attained = j.view.size;
                 self.job_done(id, None);
@@ -88,8 +107,17 @@ impl Engine<'_> {
         let f = self.rqs[r].policy.fluid().expect("fluid");
         let next = f.next_event(now).unwrap_or(f64::INFINITY);
         self.fluid_next.set(r, next);
-        if self.per_cpu && self.runnable[r] == 0 {
-            self.with_balancer(|b, e| b.idle(r, e.now, e));
+    }
+
+    /// Per-CPU fluid runqueues: an empty one asks the balancer once (it may pull work), as an
+    /// idle CPU of a turn-based runqueue does, after the instant's arrivals have come (a
+    /// CPU idle from the start asks too, so that `steal` and `windows` fill it).
+    pub(super) fn tell_idle_fluid(&mut self) {
+        for r in 0..self.rqs.len() {
+            if self.runnable[r] == 0 && !self.cpus[r].idle_told {
+                self.cpus[r].idle_told = true;
+                self.with_balancer(|b, e| b.idle(r, e.now, e));
+            }
         }
     }
 }

@@ -264,8 +264,8 @@ impl Engine<'_> {
         }
     }
 
-    /// Bookkeeping of a job leaving its runqueue's queue (picked or moved).
-    fn unqueue(&mut self, id: JobId) {
+    /// Bookkeeping of a job leaving its runqueue's queue (picked, moved, or out of a fluid).
+    pub(super) fn unqueue(&mut self, id: JobId) {
         let j = &mut self.jobs[id.index()];
         j.queued = false;
         if self.per_cpu {

@@ -582,6 +582,8 @@ impl Engine<'_> {
                     self.maybe_preempt(id);
                 }
             }
+        } else if self.per_cpu {
+            self.tell_idle_fluid();
         }
         self.ready = ready;
         self.ready.clear();
