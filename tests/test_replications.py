@@ -134,6 +134,16 @@ def test_the_command_line_runs_replications(tmp_path):
                            timeout=120, env=cli_env())
     assert table.returncode == 0, table.stderr
     assert "2 replications" in table.stdout and "Student t" in table.stdout
+    # On two CPUs the table has per-CPU rows: the runs' means, CPU by CPU (a KeyError before).
+    two = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--jobs", "2000", "--cpus", "2",
+                          "--seed", "3", "--replications", "2", "--workers", "1"],
+                         capture_output=True, text=True, timeout=120, env=cli_env())
+    assert two.returncode == 0, two.stderr
+    reps = schedlab.simulate("fcfs", load=0.5, jobs=2000, cpus=2, seed=3, replications=2)
+    per_cpu = [sum(r.summary["utilization_per_cpu"][c] for r in reps.runs) / 2 for c in (0, 1)]
+    assert reps.summary["utilization_per_cpu"] == pytest.approx(per_cpu, rel=1e-12)
+    row = next(line for line in two.stdout.splitlines() if "utilization per CPU" in line)
+    assert row.split("│")[2].split() == [f"{v:.3g}" for v in per_cpu]
     bad = subprocess.run([SCHEDLAB, "sim", "--jobs", "100", "--replications", "0"],
                          capture_output=True, text=True, timeout=60, env=cli_env())
     assert bad.returncode == 2 and "replications = 0" in bad.stderr

@@ -79,6 +79,11 @@ def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: S
     first = summaries[0]
     out: dict[str, Any] = {}
     for key, value in first.items():
+        if key.endswith("_per_cpu") and isinstance(value, list):
+            # Per CPU (or runqueue): the mean over the runs, CPU by CPU.
+            out[key] = [float(np.mean(column))
+                        for column in zip(*(s[key] for s in summaries), strict=True)]
+            continue
         if isinstance(value, bool) or not isinstance(value, int | float) or key in ONE_RUN:
             continue
         values = [s.get(key) for s in summaries]
