@@ -339,3 +339,19 @@ def test_two_classes_of_one_name_are_one_rule_in_every_world():
             call()
         assert (e.value.key, e.value.value, e.value.allowed) == (
             "classes[1].name", "a", "a name no other class has")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--placement", "jsq"], "placement = jsq: expected runqueues = per-cpu"),
+    (["--balancer", "linux"], "balancer = linux: expected runqueues = per-cpu"),
+    (["--ideal", "0,1", "--cpus", "2"], "ideal = 0,1: expected runqueues = per-cpu"),
+    (["--runqueues", "per-cpu", "--cpus", "2", "--balancer", "steal", "--imbalance", "1.5"],
+     "imbalance = 1.5: expected balancer = linux or linux26"),
+    (["--runqueues", "per-cpu", "--cpus", "2", "--balancer", "windows", "--balance-interval",
+      "4"], "balance_interval = 4: expected balancer = linux, linux26 or steal"),
+])
+def test_a_key_refused_for_the_machine_it_is_given_with_names_its_value(args, message):
+    # The value given, not "(given)".
+    out = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--jobs", "10", *args],
+                         capture_output=True, text=True, timeout=30, env=cli_env())
+    assert out.returncode == 2 and message in out.stderr, out.stderr

@@ -776,19 +776,26 @@ impl SimSpec {
             "per-cpu" => Runqueues::PerCpu,
             _ => Runqueues::Global,
         };
-        let per_cpu_only = |key: &str, given: bool| -> Result<(), SpecError> {
-            if given && runqueues == Runqueues::Global {
-                return Err(err(
+        let per_cpu_only = |key: &str, given: Option<String>| -> Result<(), SpecError> {
+            match given {
+                Some(value) if runqueues == Runqueues::Global => Err(err(
                     key,
-                    "(given)",
+                    &value,
                     "runqueues = per-cpu (one global queue needs no placement or balancing)",
-                ));
+                )),
+                _ => Ok(()),
             }
-            Ok(())
         };
-        per_cpu_only("placement", self.placement.is_some())?;
-        per_cpu_only("balancer", self.balancer.is_some())?;
-        per_cpu_only("ideal", self.ideal.is_some())?;
+        per_cpu_only("placement", self.placement.clone())?;
+        per_cpu_only("balancer", self.balancer.clone())?;
+        per_cpu_only(
+            "ideal",
+            self.ideal.as_ref().map(|i| match i {
+                IdealSpec::Cpu(c) => c.to_string(),
+                IdealSpec::List(l) => format!("{l:?}"),
+                IdealSpec::Word(w) => w.clone(),
+            }),
+        )?;
         let ideal = Ideal::parse(&self.ideal, cpus)?;
         let placement = Placement::parse(self.placement.as_deref(), self.choices, cpus)?;
         let balancer = balance::Settings::parse(balance::Given {

@@ -96,23 +96,23 @@ impl Settings {
             None => 1.25,
         };
         let linux_only = [
-            ("balance_interval_max", spec.balance_interval_max.is_some()),
-            ("imbalance", spec.imbalance.is_some()),
+            ("balance_interval_max", spec.balance_interval_max),
+            ("imbalance", spec.imbalance),
         ];
         let linux = matches!(kind, Kind::Linux | Kind::Linux26);
         for (key, given) in linux_only {
-            if given && !linux {
+            if let (Some(value), false) = (given, linux) {
                 return Err(bad(
                     key,
-                    "(given)".into(),
+                    value.to_string(),
                     "balancer = linux or linux26 (it is a parameter of those balancers)",
                 ));
             }
         }
-        if spec.balance_interval.is_some() && !(linux || kind == Kind::Steal) {
+        if let (Some(value), false) = (spec.balance_interval, linux || kind == Kind::Steal) {
             return Err(bad(
                 "balance_interval",
-                "(given)".into(),
+                value.to_string(),
                 "balancer = linux, linux26 or steal (it is a parameter of those balancers)",
             ));
         }
