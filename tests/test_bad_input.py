@@ -267,7 +267,12 @@ def test_the_python_api_names_the_key_of_a_value_of_the_wrong_type():
                         "quantum = 5: expected no parameters for policy fcfs"),
                        (lambda: schedlab.simulate("fcfs", load=0.5, jobs=10, classes=[
                            {"name": "a", "priority": float("inf")}]),
-                        "classes[0].priority = inf: expected a finite number")):
+                        "classes[0].priority = inf: expected a finite number"),
+                       # A TypeError and a ValueError before: no key named.
+                       (lambda: schedlab.simulate("rr", params=5, load=0.5, jobs=10),
+                        "params = 5: expected a table of the policy's parameters"),
+                       (lambda: schedlab.simulate("mlfq", quanta=[1, "a"], load=0.5, jobs=10),
+                        "quanta = [1, 'a']: expected a number, a list of numbers")):
         with pytest.raises(schedlab.SpecError) as e:
             call()
         assert str(e.value).startswith(text), str(e.value)
@@ -321,6 +326,21 @@ def test_a_bad_class_key_is_named_by_its_path_and_its_value(tmp_path):
         schedlab.simulate("fcfs", jobs=10, classes=[{"name": "a", "clients": 2},
                                                      {"name": "b", "clients": -1}])
     assert (e.value.key, e.value.value) == ("classes[1].clients", "-1")
+
+
+def test_a_spec_files_policy_parameters_are_checked_like_the_apis(tmp_path):
+    # `params` not a table, a list parameter with a word in it: a TypeError and a ValueError
+    # with exit 1 before, now the key, the value and what is allowed, exit 2.
+    for body, text in (('policy = "rr"\nparams = 5\n',
+                        "params = 5: expected a table of the policy's parameters"),
+                       ('policy = "mlfq"\n[params]\nquanta = [1, "a"]\n',
+                        "quanta = [1, 'a']: expected a number, a list of numbers")):
+        spec = tmp_path / "spec.toml"
+        spec.write_text('load = 0.5\njobs = 10\n' + body)
+        out = subprocess.run([SCHEDLAB, "sim", "--spec", str(spec)], capture_output=True,
+                             text=True, timeout=30, env=cli_env())
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert text in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
 def test_two_classes_of_one_name_are_one_rule_in_every_world():

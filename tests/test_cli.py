@@ -43,6 +43,23 @@ def test_sim_json_has_the_summary_keys_and_matches_the_api():
     assert summary == json.loads(dumps({**api.summary, "units": summary_units(api.summary)}))
 
 
+def test_a_bare_number_is_a_constant_and_one_policy_takes_its_parameters_inline():
+    """`--size 20` is det:20, as `size = 20` in a file and `size=20` in Python (the command
+    line refused it); `simulate("rr:quantum=5")` is `--policy rr:quantum=5` (the API
+    refused it)."""
+    import schedlab as sl
+
+    out = schedlab("sim", "--policy", "rr:quantum=5", "--size", "20", "--think", "3",
+                   "--clients", "2", "--jobs", "500", "--seed", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    api = sl.simulate("rr:quantum=5", size=20, think=3, clients=2, jobs=500, seed=2).summary
+    spelled = sl.simulate("rr", quantum=5, size="det:20", think="det:3", clients=2, jobs=500,
+                          seed=2).summary
+    default = sl.simulate("rr", size=20, think=3, clients=2, jobs=500, seed=2).summary
+    assert json.loads(out.stdout)["response_mean"] == api["response_mean"]
+    assert api["response_mean"] == spelled["response_mean"] != default["response_mean"]
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_jobs_out_has_the_schema(tmp_path, suffix):
     path = tmp_path / f"jobs{suffix}"

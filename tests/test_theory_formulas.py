@@ -408,9 +408,34 @@ def test_non_poisson_arrivals_have_no_closed_form(arrival):
 
 
 @pytest.mark.parametrize("policy", ["mlfq", "lottery", "stride", "cfs", "edf", "priority",
-                                    "gps", "no-such-policy"])
+                                    "gps"])
 def test_policies_without_closed_form(policy):
     assert theory.mean_response(policy, "exp:2", "exp:1") is None
+
+
+def test_a_question_the_command_line_refuses_is_refused_in_python_too():
+    # An unknown policy was None (no closed form) and a parameter the policy does not have
+    # was ignored, where `schedlab theory` refused both: one check now, in the theory.
+    from schedlab import SpecError
+
+    for call, text in (
+            (lambda: theory.mean_response("no-such-policy", "exp:2", "exp:1"),
+             "policy = no-such-policy: expected one of fcfs"),
+            (lambda: theory.mean_response("fcfs", "exp:2", "exp:1", quantum=3),
+             "quantum = 3: expected no quantum: fcfs has none"),
+            (lambda: theory.response_quantile("rr", "exp:2", "exp:1", 0.9, quantum=0),
+             "quantum = 0: expected a number > 0"),
+            (lambda: theory.mean_response("fcfs", "exp:2", "exp:1", cpus="2"),
+             "cpus = 2: expected a whole number >= 1"),
+            (lambda: theory.conditional_response("ps", "exp:2", ["exp:1"], 1.0),
+             "size = ['exp:1']: expected a distribution")):
+        with pytest.raises(SpecError) as e:
+            call()
+        assert str(e.value).startswith(text), str(e.value)
+    # Aliases and a bare number (a constant) are taken as everywhere else.
+    assert theory.mean_response("processor-sharing", "exp:2", "exp:1") == pytest.approx(2.0)
+    assert theory.mean_response("fifo", "exp:2", 1) == pytest.approx(
+        theory.mean_response("fcfs", "exp:2", "det:1"))
 
 
 def test_quantum_means_no_closed_form():

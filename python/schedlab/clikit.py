@@ -10,7 +10,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, NoReturn
 
-from schedlab.vocabulary import CLASS_KEYS, KEYS, policy_catalog, spec_error
+from schedlab.vocabulary import (
+    CLASS_KEYS,
+    KEYS,
+    as_dist,
+    parse_policies,
+    policy_catalog,
+    spec_error,
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -75,7 +82,16 @@ def int_or_auto(text: str) -> Any:
     return int(text) if text.strip().lstrip("-").isdigit() else text.strip()
 
 
-_TYPES = {"str": str, "dist": str, "int": int, "float": float, "cpus": cpus_arg,
+def dist_arg(text: str) -> Any:
+    """A distribution as written, or a bare number: a constant, as `size = 20` in a file and
+    `size=20` in Python are (`vocabulary.as_dist`)."""
+    try:
+        return as_dist(float(text))
+    except ValueError:
+        return text
+
+
+_TYPES = {"str": str, "dist": dist_arg, "int": int, "float": float, "cpus": cpus_arg,
           "int|auto": int_or_auto}
 
 
@@ -188,14 +204,15 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
             spec[key] = value
     if getattr(args, "classes", None):
         spec["classes"] = args.classes
-    params = dict(spec.pop("params", {}) or {})
+    params = spec.pop("params", None) or {}
+    if not isinstance(params, dict):
+        raise spec_error("params", params, "a table of the policy's parameters (name = value)")
+    params = dict(params)
     policy = spec.get("policy")
     if isinstance(policy, str) and ":" in policy and "," not in policy:
         # One policy written as --policy takes a list of them (rr:quantum=5): its name, and
         # its parameters under the flags' (a flag given too wins).
-        from schedlab.policies import parse
-
-        [(spec["policy"], inline)] = parse(policy)
+        [(spec["policy"], inline)] = parse_policies(policy)
         params.update(inline)
     for name, value in vars(args).items():
         if name.startswith("param_") and value is not None:

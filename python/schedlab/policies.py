@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedlab.vocabulary import find_policy, param_value, policy_catalog, spec_error
+from schedlab.vocabulary import parse_policies, policy_catalog, spec_error
+
+# Policies written on one line (`fcfs,srpt,rr:quantum=5`): the vocabulary reads them.
+parse = parse_policies
 
 
 class Policy:
@@ -36,46 +39,6 @@ def label(name: str, params: dict[str, Any]) -> str:
                                            for k, v in params.items()])
 
 
-def parse(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """Policies written on one line, as `--policy` takes them: `fcfs,srpt,rr:quantum=5`, a
-    parameter after a colon (several: `mlfq:levels=3:boost_period=100`); a list value goes
-    on after commas (`mlfq:quanta=1,2,4,rr`: numbers continue the value before them).
-    Returns (canonical name, parameters) pairs; unknown names and parameters are refused."""
-    out: list[tuple[str, dict[str, Any]]] = []
-    last: str | None = None
-    for piece in (p.strip() for p in text.split(",")):
-        if last is not None and _is_number(piece):
-            name, params = out[-1]
-            before = params[last]
-            params[last] = [*(before if isinstance(before, list) else [before]),
-                            param_value(last, piece)]
-            continue
-        if not piece:
-            raise spec_error("policy", text, "policy names separated by commas, e.g. "
-                             "fcfs,srpt,rr:quantum=5")
-        head, *rest = piece.split(":")
-        info = find_policy(head)
-        names = {q["name"] for q in info["params"]}
-        params: dict[str, Any] = {}
-        last = None
-        for item in rest:
-            key, sep, value = item.partition("=")
-            if not sep or key not in names:
-                allowed = ", ".join(sorted(names)) or "none"
-                raise spec_error("policy", piece, f"NAME:PARAM=VALUE with PARAM a parameter of "
-                                 f"{info['name']} ({allowed})")
-            params[key] = param_value(key, value)
-            last = key
-        out.append((info["name"], params))
-    return out
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 __all__ = ["Policy"]

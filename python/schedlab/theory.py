@@ -67,7 +67,7 @@ from scipy import special
 
 import schedlab._core as _core
 from schedlab._core import SpecError
-from schedlab.vocabulary import find_policy, param_defaults, spec_error
+from schedlab.vocabulary import as_dist, find_policy, param_defaults, spec_error
 
 __all__ = [
     "COVERED",
@@ -585,6 +585,35 @@ class _MG1:
         return self.s.expect(getattr(self, policy))
 
 
+def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, Any]
+             ) -> tuple[str, str, str, int]:
+    """A question to the closed forms checked as `schedlab theory` checks it: a known policy
+    (by name or alias) with only its own parameters, a quantum > 0, distributions as text (a
+    bare number is a constant, as everywhere) and a whole number of CPUs. Returns the
+    policy's name, the two distributions and the CPUs; raises SpecError naming the key."""
+    if not isinstance(policy, str):
+        raise spec_error("policy", policy, "a policy's name (schedlab policies)")
+    info = find_policy(_canonical(policy))
+    own = {q["name"] for q in info["params"]}
+    for name, value in params.items():
+        if name not in own:
+            raise spec_error(name, value, f"no {name}: {info['name']} has none")
+    quantum = params.get("quantum")
+    if quantum is not None and not (isinstance(quantum, int | float)
+                                    and not isinstance(quantum, bool) and quantum > 0):
+        raise spec_error("quantum", quantum, "a number > 0 (ms)")
+    dists = []
+    for key, value in (("arrival", arrival), ("size", size)):
+        value = as_dist(value)
+        if not isinstance(value, str):
+            raise spec_error(key, value, f"a distribution ({_core.DIST_SYNTAX})")
+        dists.append(value)
+    if (isinstance(cpus, bool) or not isinstance(cpus, int | float)
+            or not float(cpus).is_integer() or cpus < 1):
+        raise spec_error("cpus", cpus, "a whole number >= 1")
+    return info["name"], dists[0], dists[1], int(cpus)
+
+
 def _single_cpu_policy(policy: str, params: dict[str, Any]) -> str | None:
     """The M/G/1 formula a policy with these parameters follows, or None."""
     if policy == "lcfs":
@@ -603,13 +632,13 @@ def mean_response(policy: str, arrival: str, size: str, cpus: int = 1,
     `arrival` must be Poisson (`exp:MEAN`); `params` are the policy's (`preemptive` of lcfs,
     `quantum` of rr and fb). RR without a quantum means the limit quantum -> 0, which is PS (the
     simulator's rr defaults to a quantum of 10: pass it, and the answer is None). Raises
-    ValueError when the load is >= 1, SpecError on bad text.
+    ValueError when the load is >= 1, SpecError on bad input.
     """
+    name, arrival, size, cpus = _checked(policy, arrival, size, cpus, params)
     model = _poisson_model(arrival, size, cpus)
     if model is None:
         return None
     lam, s = model
-    name = _canonical(policy)
     formula = _single_cpu_policy(name, params)
     if formula is None:
         return None
@@ -628,6 +657,7 @@ def conditional_response(policy: str, arrival: str, size: str, x: float | np.nda
 
     `x` may be an array (for small-versus-large plots); the answer then has its shape.
     """
+    policy, arrival, size, _cpus = _checked(policy, arrival, size, 1, params)
     lam, poisson = _poisson_rate(arrival)
     s = _Size.parse(size)
     _check_stable(lam * s.mean)
@@ -1001,11 +1031,11 @@ class _PsMD1(_Law):
 
 def _response_law(policy: str, arrival: str, size: str, cpus: int,
                   params: dict[str, Any]) -> _Law | None:
+    name, arrival, size, cpus = _checked(policy, arrival, size, cpus, params)
     model = _poisson_model(arrival, size, cpus)
     if model is None:
         return None
     lam, s = model
-    name = _canonical(policy)
     if name == "lcfs":
         return None  # same means as PS or FCFS, other distributions (busy periods)
     formula = _single_cpu_policy(name, params)

@@ -22,9 +22,10 @@ from schedlab._core import SpecError
 
 __all__ = ["KEYS", "CLASS_KEYS", "KERNEL", "KERNEL_PARAMS", "Key", "SpecError", "spec_error",
            "policy_catalog", "find_policy", "param_units", "param_defaults", "flat_spec",
-           "param_value", "as_dist", "cpu_list", "DEFAULT_SEED", "replication_seed",
-           "replication_count", "SUMMARY_UNITS", "WORLD_SUMMARY_UNITS", "LOAD_SUMMARY_UNITS",
-           "summary_units", "in_time_unit", "nonnegative", "TABLE_UNITS", "table_units"]
+           "param_value", "parse_policies", "as_dist", "cpu_list", "DEFAULT_SEED",
+           "replication_seed", "replication_count", "SUMMARY_UNITS", "WORLD_SUMMARY_UNITS",
+           "LOAD_SUMMARY_UNITS", "summary_units", "in_time_unit", "nonnegative", "TABLE_UNITS",
+           "table_units"]
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,8 @@ def param_value(key: str, value: Any) -> Any:
     if isinstance(value, bool | int | float):
         return value
     if isinstance(value, list | tuple):
+        if not all(_is_number(v) and math.isfinite(v) for v in value):
+            raise spec_error(key, list(value), "a number, a list of numbers or true/false")
         return [float(v) for v in value]
     if isinstance(value, str):
         text = value.strip().lower()
@@ -346,6 +349,48 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
     return value
 
 
+def parse_policies(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """Policies written on one line, as `--policy` takes them: `fcfs,srpt,rr:quantum=5`, a
+    parameter after a colon (several: `mlfq:levels=3:boost_period=100`); a list value goes
+    on after commas (`mlfq:quanta=1,2,4,rr`: numbers continue the value before them).
+    Returns (canonical name, parameters) pairs; unknown names and parameters are refused."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    last: str | None = None
+    for piece in (p.strip() for p in text.split(",")):
+        if last is not None and _is_number_text(piece):
+            name, params = out[-1]
+            before = params[last]
+            params[last] = [*(before if isinstance(before, list) else [before]),
+                            param_value(last, piece)]
+            continue
+        if not piece:
+            raise spec_error("policy", text, "policy names separated by commas, e.g. "
+                             "fcfs,srpt,rr:quantum=5")
+        head, *rest = piece.split(":")
+        info = find_policy(head)
+        names = {q["name"] for q in info["params"]}
+        params: dict[str, Any] = {}
+        last = None
+        for item in rest:
+            key, sep, value = item.partition("=")
+            if not sep or key not in names:
+                allowed = ", ".join(sorted(names)) or "none"
+                raise spec_error("policy", piece, f"NAME:PARAM=VALUE with PARAM a parameter of "
+                                 f"{info['name']} ({allowed})")
+            params[key] = param_value(key, value)
+            last = key
+        out.append((info["name"], params))
+    return out
+
+
+def _is_number_text(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     """Keyword arguments as one flat spec: `policy` (a name, an alias, "kernel", or a policy
     object from `schedlab.policies` carrying its params), `params` (a table) and the keys of
@@ -355,6 +400,10 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     if hasattr(policy, "name") and hasattr(policy, "params"):
         params.update(policy.params)
         policy = policy.name
+    elif isinstance(policy, str) and ":" in policy and "," not in policy:
+        # One policy with its parameters inline, as `--policy rr:quantum=5` takes it.
+        ((policy, inline),) = parse_policies(policy)
+        params.update(inline)
     if str(policy).lower() == KERNEL:
         name, names = KERNEL, set(KERNEL_PARAMS)
     else:
@@ -365,6 +414,9 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
         if value is None:
             continue
         if key == "params":
+            if not isinstance(value, dict):
+                raise spec_error("params", value, "a table of the policy's parameters "
+                                 "(name = value)")
             params.update(value)
         elif key in names:
             params[key] = value
