@@ -444,15 +444,20 @@ def test_bad_file_one_line_exit_2_nothing_written(tmp_path, text, needle):
     ('[quick.worlds.sim]\njobs = "x"\n', 'quick.worlds.sim.jobs = "x"'),
 ])
 def test_a_bad_quick_value_is_named_where_it_was_written(tmp_path, quick, needle):
-    # The same key without --quick is the file's own value, and runs.
+    # Without --quick too: a file's [quick] tables are checked on every load (a bad one was
+    # found only by the first run with --quick).
     path = tmp_path / "q.toml"
     path.write_text('[experiment]\nname = "q"\n[workload]\nload = 0.5\njobs = 100\n'
                     '[[policy]]\nname = "fcfs"\n' + quick)
     out = tmp_path / "out"
-    r = schedlab_cli("run", str(path), "--quick", "--out", str(out))
-    assert r.returncode == 2 and needle in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
+    for flags in (["--quick"], []):
+        r = schedlab_cli("run", str(path), *flags, "--out", str(out))
+        assert r.returncode == 2 and needle in r.stderr, (flags, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
+    # A good [quick] table changes nothing without --quick: the file's own values.
+    path.write_text(path.read_text().replace('"x"', "50").replace("= 7", "= 0.7"))
     assert ex.load(path).raw["workload"]["jobs"] == 100
+    assert ex.load(path).raw["workload"]["load"] == 0.5
 
 
 def test_a_replay_pairs_each_model_run_with_the_server_run_it_replays(monkeypatch):
@@ -491,12 +496,16 @@ def test_missing_file_and_missing_world_module(tmp_path, monkeypatch):
 
 
 def test_quick_overrides_are_checked_too(tmp_path):
-    d = base(quick={"sweep": {"machine.cpus": [1]}})
-    with pytest.raises(schedlab.SpecError, match=r"quick.sweep.machine.cpus"):
-        ex.load(d, quick=True)
-    d = base(quick={"experiment": {"replications": -1}})
-    with pytest.raises(schedlab.SpecError, match=r"quick.experiment.replications = -1"):
-        ex.load(d, quick=True)
+    for quick in (True, False):
+        d = base(quick={"sweep": {"machine.cpus": [1]}})
+        with pytest.raises(schedlab.SpecError, match=r"quick.sweep.machine.cpus"):
+            ex.load(d, quick=quick)
+        d = base(quick={"experiment": {"replications": -1}})
+        with pytest.raises(schedlab.SpecError, match=r"quick.experiment.replications = -1"):
+            ex.load(d, quick=quick)
+        d = base(quick={"report": {"plots": ["foo"]}})
+        with pytest.raises(schedlab.SpecError, match=r"quick.report.plots\[0\] = foo"):
+            ex.load(d, quick=quick)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -529,6 +529,17 @@ def load(source: str | Path | dict[str, Any], quick: bool = False,
         raw, base_dir, src = read_toml(path), path.resolve().parent, str(path)
     if not isinstance(raw, dict):
         raise spec_error("experiment", _short(raw), "a table of sections")
+    exp = _load(raw, base_dir, src, quick, check_world)
+    if not quick and raw.get("quick"):
+        # The file's [quick] tables are checked on every load, not first when someone runs
+        # it with --quick.
+        _load(raw, base_dir, src, True, False)
+    return exp
+
+
+def _load(raw: dict[str, Any], base_dir: Path, src: str | None, quick: bool,
+          check_world: bool) -> Experiment:
+    raw = copy.deepcopy(raw)
     top = _models()["top"]
     try:
         top.model_validate(raw)  # the file as written, [quick] included
