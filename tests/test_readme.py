@@ -89,13 +89,14 @@ def test_the_quick_start_gives_every_figure_its_interval_and_theory(capsys, monk
             for line in out.splitlines() if line.startswith("│")}
     assert len(rows) == 12
     for cells in rows.values():
-        assert all(re.fullmatch(r"\d+\.\d ± \d+\.\d( \[\d+\.\d\])?", c) for c in cells), cells
+        assert all(re.fullmatch(r"\d+\.\d \[\d+\.\d, \d+\.\d\]( \(\d+\.\d\))?", c)
+                   for c in cells), cells
     # Theory beside the measurement: M/D/1 FCFS at load 0.95 with size 20 ms has mean 210 ms
     # (P-K) and p99 918.8 ms (schedlab.theory's M/G/1 law); M/M/1 PS has mean 400 ms.
     fcfs = rows[("det:20", "FCFS")]
-    assert fcfs[0].endswith("[210.0]") and fcfs[3].endswith("[918.8]")
-    assert rows[("exp:20", "PS")][0].endswith("[400.0]")
-    assert "[" not in rows[("det:20", "RR q=10")][0]  # no closed form: none shown
+    assert fcfs[0].endswith("(210.0)") and fcfs[3].endswith("(918.8)")
+    assert rows[("exp:20", "PS")][0].endswith("(400.0)")
+    assert "(" not in rows[("det:20", "RR q=10")][0]  # no closed form: none shown
     # The interval over 3 replications of 100k jobs holds the theory's mean (fixed seeds).
-    mean, half = (float(v) for v in re.findall(r"[\d.]+", fcfs[0])[:2])
-    assert mean - half <= 210.0 <= mean + half
+    mean, low, high = (float(v) for v in re.findall(r"[\d.]+", fcfs[0])[:3])
+    assert low <= mean <= high and low <= 210.0 <= high

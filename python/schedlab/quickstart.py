@@ -41,10 +41,13 @@ def _theory(policy: str, params: dict, arrival: str, size: str) -> dict[str, flo
     return out
 
 
-def mean_ci(values: list[float]) -> tuple[float, float]:
-    """Mean and half-width of its 95% confidence interval (Student t)."""
-    iv = t_interval(values)
-    return iv.mean, iv.half_width
+def cell(values: list[float], expected: float | None) -> str:
+    """The mean of the replications and its 95% interval (Student t, cut at 0 as every
+    interval of a summary is), as every table of schedlab writes them: `mean [low, high]`;
+    the theory after it in parentheses where there is one."""
+    iv = t_interval(values, floor=0.0)
+    text = f"{iv.mean:.1f} [{iv.low:.1f}, {iv.high:.1f}]"
+    return text + (f" ({expected:.1f})" if expected is not None else "")
 
 
 def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
@@ -70,22 +73,14 @@ def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
         summaries = [f.result() for f in futures]
 
     table = Table(title=f"One CPU, load {LOAD}, Poisson arrivals ({arrival}); {replications} "
-                  f"replications of {jobs:,} jobs per cell: response time in ms, mean ± "
-                  f"half-width of the 95% interval, theory in brackets where it exists")
+                  f"replications of {jobs:,} jobs per cell: response time in ms, mean [95% "
+                  f"interval], theory in parentheses where it exists")
     for col in ("service", "policy", "mean", "p50", "p95", "p99"):
         table.add_column(col, justify="left" if col in ("service", "policy") else "right")
     for c, (label, policy, params, size) in enumerate(configs):
         runs = summaries[c * replications:(c + 1) * replications]
         th = _theory(policy, params, arrival, size)
-        mean, hw = mean_ci([s["response_mean"] for s in runs])
-
-        def cell(value: float, expected: float | None, half_width: float | None = None) -> str:
-            text = f"{value:.1f}" + (f" ± {half_width:.1f}" if half_width is not None else "")
-            return text + (f" [{expected:.1f}]" if expected is not None else "")
-
-        quantiles = [mean_ci([s[f"response_{q}"] for s in runs]) for q, _ in QUANTILES]
-        table.add_row(size, label, cell(mean, th["mean"], hw),
-                      *(cell(v, th[q], h) for (v, h), (q, _) in zip(quantiles, QUANTILES,
-                                                                   strict=True)))
+        table.add_row(size, label, cell([s["response_mean"] for s in runs], th["mean"]),
+                      *(cell([s[f"response_{q}"] for s in runs], th[q]) for q, _ in QUANTILES))
     Console().print(table)
     return 0
