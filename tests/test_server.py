@@ -641,8 +641,10 @@ def test_the_noise_gate_flags_a_run_others_shared_the_machine_with() -> None:
         with pytest.raises(schedlab.SpecError, match="noise_threshold"):
             plan({**spec, "noise_threshold": bad})
     for bad in (-1, 1.5, "x", True):
-        with pytest.raises(schedlab.SpecError, match="retry_noisy"):
+        with pytest.raises(schedlab.SpecError, match="retry_noisy = .*: expected a whole number"):
             plan({**spec, "retry_noisy": bad})
+    # A whole number written as a float is one, as for every other count (and the os world).
+    assert plan({**spec, "retry_noisy": 2.0}).retry_noisy == 2
 
 
 def test_auto_warmup_is_cut_after_the_run_by_mser5() -> None:

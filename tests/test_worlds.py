@@ -133,3 +133,17 @@ def test_a_value_for_every_task_is_every_class_value_in_every_world():
         assert [(c.get("deadline"), c.get("nice")) for c in t.spec["classes"]] == \
             [(10, 3), (5, 3)], world
     server.plan(translate("server", run).spec)  # and the server takes them
+
+
+def test_a_size_in_ms_needs_a_per_size_cost_on_the_server():
+    # The server turns ms of service into file bytes through the cost model's per-size part;
+    # without one the spec is refused, naming the size as written (it said "(size in ms)").
+    for spec, given in (({"size": "exp:5"}, "exp:5"), ({"size": 5, "cost": "2ms"}, "det:5")):
+        with pytest.raises(schedlab.SpecError) as e:
+            server.plan({"policy": "sjf", "clients": 1, "jobs": 10, **spec})
+        assert (e.value.key, e.value.value) == ("size", given)
+        assert "a cost with a per-size part" in e.value.allowed
+    # With one, every file's bytes give back its ms: fixed + bytes x per-byte cost.
+    p = server.plan({"policy": "sjf", "clients": 1, "jobs": 10, "size": "det:5",
+                     "cost": "1ms+0.01ms/KB", "files": 4})
+    assert {b for _path, b in p.files} == {400_000}

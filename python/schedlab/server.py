@@ -127,10 +127,12 @@ def _num(key: str, value: Any, *, integer: bool = False, low: float = 0.0,
     return int(value) if integer else float(value)
 
 
-def _bytes_from_ms(key: str, ms: np.ndarray, cost: dict[str, float]) -> np.ndarray:
-    """Sim sizes (ms of service) to file sizes: fixed + B * per_byte = size."""
+def _bytes_from_ms(key: str, given: Any, ms: np.ndarray, cost: dict[str, float]
+                   ) -> np.ndarray:
+    """Sim sizes (ms of service) to file sizes: fixed + B * per_byte = size. `given` is the
+    value as written, for the message."""
     if cost["per_byte_ms"] <= 0:
-        raise spec_error(key, "(size in ms)", "a cost with a per-size part (e.g. cost = "
+        raise spec_error(key, given, "a cost with a per-size part (e.g. cost = "
                          "'0ms+0.1ms/KB') to turn ms into bytes, or `bytes` in bytes")
     return np.maximum(0, np.round((ms - cost["fixed_ms"]) / cost["per_byte_ms"])).astype(int)
 
@@ -151,7 +153,7 @@ def _sizes(key: str, text: Any, n: int, seed: int, cost: dict[str, float],
     values = draws.reshape(n, per).mean(axis=1)
     values = np.random.default_rng(seed).permutation(values)
     if in_ms:
-        return _bytes_from_ms(key, values, cost)
+        return _bytes_from_ms(key, text, values, cost)
     return np.maximum(0, np.round(values)).astype(int)
 
 
@@ -231,8 +233,8 @@ def plan(spec: dict[str, Any]) -> Plan:
             if "bytes" in g:
                 nb = _num(f"{key}.bytes", g["bytes"], integer=True)
             else:
-                nb = int(_bytes_from_ms(f"{key}.size", np.array([_num(f"{key}.size", g["size"])]),
-                                        cost)[0])
+                ms = _num(f"{key}.size", g["size"])
+                nb = int(_bytes_from_ms(f"{key}.size", g["size"], np.array([ms]), cost)[0])
             path = f"/burst/{nb}.bin"
             if path not in {f[0] for f in files}:
                 files.append((path, nb))
@@ -363,9 +365,7 @@ def plan(spec: dict[str, Any]) -> Plan:
     threshold = _num("noise_threshold", spec.get("noise_threshold", DEFAULT_NOISE_THRESHOLD))
     if threshold > 1:
         raise spec_error("noise_threshold", threshold, "a fraction of the CPUs, from 0 to 1")
-    retry = spec.get("retry_noisy", 0)
-    if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
-        raise spec_error("retry_noisy", retry, "a whole number of runs, 0 or more")
+    retry = _num("retry_noisy", spec.get("retry_noisy", 0), integer=True)
     p = Plan(policy=info["name"], params=params, cost=cost, serve=serve, load=load,
              files=files, classes=[c["name"] for c in classes], spec=dict(spec),
              auto_warmup=auto_warmup, noise_threshold=threshold, retry_noisy=retry)
