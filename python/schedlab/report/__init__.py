@@ -193,11 +193,16 @@ UNTRUSTED_NOTE = (f"<p class=\"untrusted\"><small>{UNTRUSTED_MARK} An interval f
                   "(docs/statistics.md).</small></p>")
 
 
-def _interval(r: Any) -> str:
-    if pd.isna(r["ci_low"]) or pd.isna(r["ci_high"]):
+def _bounds(low: Any, high: Any) -> str:
+    """An interval as every table of the report writes it: `[low, high]`; "–" without one."""
+    if pd.isna(low) or pd.isna(high) or not math.isfinite(low + high):
         return "–"
-    return (f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
-            + (UNTRUSTED_MARK if _untrusted(r) else ""))
+    return f"[{_num(low)}, {_num(high)}]"
+
+
+def _interval(r: Any) -> str:
+    bounds = _bounds(r["ci_low"], r["ci_high"])
+    return bounds + (UNTRUSTED_MARK if bounds != "–" and _untrusted(r) else "")
 
 
 def _vs_theory(r: Any) -> str:
@@ -541,7 +546,8 @@ def _mean_ci(mean: float, low: float, high: float, skipped: str | None) -> str:
         return f'<span class="off">skipped: {_e(skipped)}</span>'
     if not math.isfinite(mean):
         return "–"
-    return _num(mean) + (f" [{_num(low)}, {_num(high)}]" if math.isfinite(low + high) else "")
+    bounds = _bounds(low, high)
+    return _num(mean) + (f" {bounds}" if bounds != "–" else "")
 
 
 def _diff_ci(diff: float, hw: float) -> str:
