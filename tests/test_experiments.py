@@ -421,6 +421,10 @@ BAD = [
     # A simulator refusal of the machine (a fluid policy's) is found with the file.
     ('[workload]\njobs = 10\nload = 0.5\n[machine]\ntimeslice = 5\n[[policy]]\nname = "ps"\n',
      "machine.timeslice = 5: expected a policy that runs jobs in turns"),
+    # The machine's affinity becomes its classes' for the simulator: a refusal names the key
+    # as written (it named workload.classes[0].affinity, a table the file does not have).
+    ('[workload]\njobs = 10\nload = 0.5\n[machine]\ncpus = 2\naffinity = [0]\n[[policy]]\n'
+     'name = "fcfs"\n', "machine.affinity = [0]: expected runqueues = per-cpu"),
 ]
 
 

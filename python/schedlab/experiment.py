@@ -1000,13 +1000,14 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
         if key == "spec":  # a type the bindings could not convert: find which key it was
             key = _culprit(flat) or key
         base = re.split(r"[\[.]", key, maxsplit=1)[0]
-        path = where.get(base)
+        exact = where.get(key)  # a key a translation put inside a list (machine.affinity)
+        path = exact or where.get(base)
         if path is None:
             section = KEYS[base].section if base in KEYS else None
             if section == OUTPUT_SECTION:
                 section = "experiment"
             path = f"{section}.{key}" if section and section != "policy" else key
-        elif key != base:
+        elif key != base and not exact:
             # A sweep that set one key inside a list is the origin of the whole list
             # (sweep.workload.classes[0].tickets): the key's path goes on from the list's.
             nested = re.search(rf"\b{re.escape(base)}\[", path)

@@ -150,8 +150,10 @@ def _affinity(t: Translation, key: str) -> None:
         cpus = cpu_list(v)
     except ValueError:
         raise spec_error(t.path(key), v, CPU_LIST) from None
-    for c in t.classes(create=True):
-        c.setdefault("affinity", cpus)
+    for i, c in enumerate(t.classes(create=True)):
+        if "affinity" not in c:
+            c["affinity"] = cpus
+            t.where[f"classes[{i}].affinity"] = t.path(key)  # a message names machine.affinity
 
 
 def _class_affinity(t: Translation, i: int, key: str) -> None:
