@@ -7,11 +7,13 @@ runs until precise and with automatic warm-up). Run it under two builds and comp
     PYTHONPATH=/path/to/old/python .venv/bin/python bits.py > old.txt && diff old.txt new.txt
 
 Prints one line per run: its name and a SHA-256 of the summary (JSON, floats written
-exactly) and of the per-job table (raw column bytes).
+exactly) and of the per-job table (raw column bytes). `--without KEY` (repeatable) leaves a
+summary key out: a build that adds a key compares with one before it on the others.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import sys
 
@@ -52,17 +54,22 @@ def cases() -> list[tuple[str, str, dict]]:
     return out
 
 
-def digest(r: schedlab.Result) -> str:
-    h = hashlib.sha256(dumps(r.summary).encode())
+def digest(r: schedlab.Result, without: frozenset[str] = frozenset()) -> str:
+    h = hashlib.sha256(dumps({k: v for k, v in r.summary.items()
+                              if k not in without}).encode())
     for column in r.jobs.columns:
         h.update(r.jobs[column].to_numpy().tobytes())
     return h.hexdigest()[:16]
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--without", action="append", default=[], metavar="KEY",
+                    help="a summary key to leave out of the digests")
+    without = frozenset(ap.parse_args().without)
     for name, policy, spec in cases():
         try:
-            line = digest(schedlab.simulate(policy, **spec))
+            line = digest(schedlab.simulate(policy, **spec), without)
         except schedlab.SpecError as e:
             line = f"refused: {e}"
         print(f"{name:<28} {line}", flush=True)

@@ -29,9 +29,9 @@ from schedlab.worlds import sim
 # The metrics of the comparison table: (summary key, label); each has a `KEY_ci`. Units are
 # the core's (`SUMMARY_UNITS`).
 METRICS = [("response_mean", "response mean"), ("response_p99", "response p99"),
-           ("wait_mean", "wait mean")]
-# Shown without an interval (a run gives none for them).
-PLAIN = [("slowdown_mean", "slowdown mean"), ("utilization", "utilization")]
+           ("wait_mean", "wait mean"), ("slowdown_mean", "slowdown mean")]
+# Shown without an interval (a run gives none for it).
+PLAIN = [("utilization", "utilization")]
 # The closed forms drawn beside the measurement: summary key -> quantile (None: the mean).
 THEORY = {"response_mean": None, "response_p99": 0.99}
 

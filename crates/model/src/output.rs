@@ -209,26 +209,33 @@ struct Batches {
     skew: f64,
 }
 
-/// One measure's series (response or wait of every measured job, in completion order),
-/// kept in bounded memory for its mean's and its quantiles' intervals.
-pub struct SeriesStats {
+/// One measure's series kept for its mean's interval alone (batch means), in bounded memory:
+/// observations in groups, neighbouring groups merged in pairs when there are too many.
+#[derive(Clone)]
+pub struct MeanSeries {
     group: u64,
     open_sum: f64,
     open_n: u64,
     groups: Vec<f64>,
-    sections: Vec<Section>,
 }
 
-impl Default for SeriesStats {
+impl Default for MeanSeries {
     fn default() -> Self {
-        SeriesStats {
+        MeanSeries {
             group: 1,
             open_sum: 0.0,
             open_n: 0,
             groups: Vec::new(),
-            sections: Vec::new(),
         }
     }
+}
+
+/// One measure's series (response or wait of every measured job, in completion order),
+/// kept in bounded memory for its mean's and its quantiles' intervals.
+#[derive(Default)]
+pub struct SeriesStats {
+    mean: MeanSeries,
+    sections: Vec<Section>,
 }
 
 fn new_histogram() -> Histogram<u32> {
@@ -321,42 +328,33 @@ impl Section {
     }
 }
 
-impl SeriesStats {
+impl MeanSeries {
+    /// Adds an observation; true when the groups were just merged in pairs.
     #[inline]
-    pub fn add(&mut self, x: f64) {
-        let s = self.groups.len() / GROUPS_PER_SECTION;
-        if s == self.sections.len() {
-            self.sections.push(Section::new());
-        }
-        self.sections[s].record(count_of(x * SCALE));
+    pub fn add(&mut self, x: f64) -> bool {
         self.open_sum += x;
         self.open_n += 1;
-        if self.open_n == self.group {
-            self.close_group();
-        }
+        self.open_n == self.group && self.close_group()
     }
 
     #[inline]
-    fn close_group(&mut self) {
+    fn close_group(&mut self) -> bool {
         self.groups.push(self.open_sum / self.group as f64);
         self.open_sum = 0.0;
         self.open_n = 0;
         if self.groups.len() == MAX_GROUPS {
             self.halve();
+            return true;
         }
+        false
     }
 
-    /// Full: neighbouring groups and sections merge in pairs.
+    /// Full: neighbouring groups merge in pairs.
     #[cold]
     #[inline(never)]
     fn halve(&mut self) {
         self.groups = merge_pairs(&self.groups);
         self.group *= 2;
-        let old = std::mem::take(&mut self.sections);
-        let mut it = old.into_iter();
-        while let (Some(a), Some(b)) = (it.next(), it.next()) {
-            self.sections.push(a.merge(b));
-        }
     }
 
     /// Observations in complete groups (the rest, fewer than one group, is left out of the
@@ -422,15 +420,50 @@ impl SeriesStats {
             uncorrelated: b.uncorrelated && k >= MIN_BATCHES,
         }
     }
+}
+
+impl SeriesStats {
+    #[inline]
+    pub fn add(&mut self, x: f64) {
+        let s = self.mean.groups.len() / GROUPS_PER_SECTION;
+        if s == self.sections.len() {
+            self.sections.push(Section::new());
+        }
+        self.sections[s].record(count_of(x * SCALE));
+        if self.mean.add(x) {
+            self.merge_sections();
+        }
+    }
+
+    /// The groups were merged in pairs: the sections are too.
+    #[cold]
+    #[inline(never)]
+    fn merge_sections(&mut self) {
+        let old = std::mem::take(&mut self.sections);
+        let mut it = old.into_iter();
+        while let (Some(a), Some(b)) = (it.next(), it.next()) {
+            self.sections.push(a.merge(b));
+        }
+    }
+
+    /// Observations in complete groups (see [`MeanSeries::batched`]).
+    pub fn batched(&self) -> u64 {
+        self.mean.batched()
+    }
+
+    /// The 95% interval of the mean (see [`MeanSeries::mean_interval`]).
+    pub fn mean_interval(&self, mean: f64) -> Interval {
+        self.mean.mean_interval(mean)
+    }
 
     /// The 95% intervals of the quantiles `ps`, each centred on the whole run's value in
     /// `whole` (sectioning, with sections at least [`QUANTILE_SECTIONS`] times as long as the
     /// mean's batches).
     pub fn quantile_intervals(&self, ps: &[f64], whole: &[f64]) -> Vec<Interval> {
-        let b = self.batches();
-        let complete = self.groups.len() / GROUPS_PER_SECTION;
+        let b = self.mean.batches();
+        let complete = self.mean.groups.len() / GROUPS_PER_SECTION;
         let mut sections: Vec<Section> = self.sections[..complete].to_vec();
-        let mut size = self.group * GROUPS_PER_SECTION as u64;
+        let mut size = self.mean.group * GROUPS_PER_SECTION as u64;
         while size < QUANTILE_SECTIONS * b.size && sections.len() >= 2 {
             let mut merged = Vec::with_capacity(sections.len() / 2);
             let mut it = sections.into_iter();
@@ -679,11 +712,11 @@ mod tests {
         for i in 0..100_000 {
             s.add(i as f64);
         }
-        assert!(s.groups.len() < MAX_GROUPS);
+        assert!(s.mean.groups.len() < MAX_GROUPS);
         assert!(s.sections.len() <= MAX_GROUPS / GROUPS_PER_SECTION + 1);
         // Group means of consecutive integers: group g of size m has mean g m + (m - 1) / 2.
-        let m = s.group as f64;
-        for (g, &v) in s.groups.iter().enumerate() {
+        let m = s.mean.group as f64;
+        for (g, &v) in s.mean.groups.iter().enumerate() {
             assert_eq!(v, g as f64 * m + (m - 1.0) / 2.0);
         }
         let counted: u64 = s.sections.iter().map(|h| h.len()).sum();

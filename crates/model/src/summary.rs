@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::balance::{balance, Balance, LoadSamples};
-use crate::output::{Interval, SeriesStats};
+use crate::output::{Interval, MeanSeries, SeriesStats};
 use crate::stats::{jain, Moments, Quantiles};
 
 /// The quantiles every summary reports.
@@ -275,6 +275,9 @@ pub struct Summary {
     pub wait_p95_ci: [f64; 2],
     #[serde(serialize_with = "pair_as_list")]
     pub wait_p99_ci: [f64; 2],
+    /// The mean slowdown's 95% interval: batch means of the slowdowns, as the response's.
+    #[serde(serialize_with = "pair_as_list")]
+    pub slowdown_mean_ci: [f64; 2],
     /// The batches behind the mean response's interval: how many, jobs in each, and whether
     /// batches of a tested size showed no autocorrelation (false: too few jobs to tell).
     pub ci_batches: u64,
@@ -354,6 +357,7 @@ pub const SUMMARY_UNITS: &[(&str, &str)] = &[
     ("wait_p50_ci", "ms"),
     ("wait_p95_ci", "ms"),
     ("wait_p99_ci", "ms"),
+    ("slowdown_mean_ci", "ratio"),
     ("ci_batches", "count"),
     ("ci_batch_size", "count"),
     ("ci_uncorrelated", "bool"),
@@ -401,6 +405,7 @@ pub struct Summarizer {
     batch_means: Vec<f64>,
     response_series: SeriesStats,
     wait_series: SeriesStats,
+    slowdown_series: MeanSeries,
 }
 
 #[inline]
@@ -438,6 +443,7 @@ impl Summarizer {
             batch_means: Vec::new(),
             response_series: SeriesStats::default(),
             wait_series: SeriesStats::default(),
+            slowdown_series: MeanSeries::default(),
         }
     }
 
@@ -459,6 +465,7 @@ impl Summarizer {
             self.wait_series.add(j.wait);
             self.slowdown.add(j.slowdown);
             self.q_slowdown.record(j.slowdown);
+            self.slowdown_series.add(j.slowdown);
             self.context_switches += j.context_switches;
             self.migrations += j.migrations;
             self.counted_switches = true;
@@ -466,6 +473,9 @@ impl Summarizer {
         } else {
             if j.wait.is_finite() {
                 self.wait_series.add(j.wait);
+            }
+            if j.slowdown.is_finite() {
+                self.slowdown_series.add(j.slowdown);
             }
             add_finite(&mut self.wait, Some(&mut self.q_wait), j.wait);
             add_finite(&mut self.slowdown, Some(&mut self.q_slowdown), j.slowdown);
@@ -573,6 +583,10 @@ impl Summarizer {
             .mean_interval(self.wait.mean_or_nan())
             .at_least(0.0);
         let wq = cut_at_zero(self.wait_series.quantile_intervals(&PERCENTILES, &qw));
+        let smean = self
+            .slowdown_series
+            .mean_interval(self.slowdown.mean_or_nan())
+            .at_least(0.0);
         let precision = c.precision.unwrap_or(f64::NAN);
         let precision_reached = c
             .precision
@@ -710,6 +724,7 @@ impl Summarizer {
             wait_p50_ci: wq[0].pair(),
             wait_p95_ci: wq[1].pair(),
             wait_p99_ci: wq[2].pair(),
+            slowdown_mean_ci: smean.pair(),
             ci_batches: rmean.batches as u64,
             ci_batch_size: rmean.batch_size,
             ci_uncorrelated: rmean.uncorrelated,
