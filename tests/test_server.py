@@ -517,6 +517,30 @@ def test_load_command_writes_the_common_schema(root: Path, tmp_path: Path) -> No
     assert hlog.read_text().startswith("#schedlab load")
 
 
+def test_load_from_python_is_the_command(root: Path, tmp_path: Path) -> None:
+    # `schedlab.load` takes `schedlab load`'s options by their names and returns what --json
+    # prints (the summary with its units); a name it does not have is one error.
+    import pandas as pd
+
+    srv = Serve(root)
+    out = tmp_path / "req.parquet"
+    try:
+        s = schedlab.load(srv.url, clients=2, think="exp:1", jobs=300, warmup=30, seed=3,
+                          out=str(out))
+        with pytest.raises(schedlab.SpecError, match=r"^colour = 1: expected an option of "
+                           r"schedlab load \(clients, think"):
+            schedlab.load(srv.url, clients=1, jobs=1, colour=1)
+        with pytest.raises(schedlab.SpecError, match=r"^duration = soon: expected a time > 0"):
+            schedlab.load(srv.url, clients=1, duration="soon")
+    finally:
+        srv.stop()
+    assert (s["requests"], s["errors"], s["mode"], s["warmup"]) == (300, 0, "closed", 30)
+    assert numbers_of(s) <= set(s["units"]) and s["units"]["response_mean"] == "ms"
+    df = pd.read_parquet(out)
+    assert len(df) == 300 and set(df["client"]) == {0, 1}
+    assert s["response_mean"] == pytest.approx(df["response"].mean(), rel=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------
 # schedlab.server.run: the world the experiment runner calls
 # ---------------------------------------------------------------------------------------------

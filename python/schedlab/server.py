@@ -920,7 +920,8 @@ def add_commands(sub: Any) -> None:
 
     p = sub.add_parser("load", help="load generator: closed loop, open loop or a burst",
                        description="Sends HTTP GETs over keep-alive connections and measures "
-                       "response times from the intended send time (HdrHistogram).")
+                       "response times from the intended send time, summarized as every "
+                       "world's are (means and quantiles with their 95% intervals).")
     p.add_argument("--url", required=True, help="http://HOST:PORT[/PATH]")
     p.add_argument("--clients", type=int, help="closed loop: clients")
     p.add_argument("--think", help="closed loop: think-time distribution in ms; default det:0")
@@ -1047,17 +1048,53 @@ def _check_reachable(url: str) -> None:
                          f"({e.strerror or e})") from None
 
 
-def cmd_load(args: argparse.Namespace) -> int:
-    from schedlab.jsonio import dumps
+# `schedlab load`'s options as `schedlab.load` takes them (the flags' names; `duration` in ms,
+# or text as the flag takes it).
+LOAD_OPTIONS = ("clients", "think", "rate", "arrival", "burst", "mix", "zipf", "classes", "jobs",
+                "duration", "warmup", "precision", "seed", "threads", "connections", "timeout",
+                "miss", "no_keepalive", "out", "hdr_log", "progress")
+
+
+def _run_load(args: argparse.Namespace) -> dict[str, Any]:
+    """Checks, sends and measures; writes the per-request table to `args.out` if given.
+    Returns the summary."""
     from schedlab.results import write_table
 
     cfg = load_config(args)
     _core.load_validate(cfg)
     _check_reachable(args.url)
     raw = _core.load(cfg)
-    s = raw["summary"]
     if args.out:
         write_table(request_table(raw), args.out)
+    return raw["summary"]
+
+
+def load(url: str, **options: Any) -> dict[str, Any]:
+    """`schedlab load` from Python, with the command's options by the same names
+    (`LOAD_OPTIONS`). Returns the summary with its `units`, as `--json` prints it."""
+    from schedlab.vocabulary import LOAD_SUMMARY_UNITS
+
+    args = argparse.Namespace(url=url, **dict.fromkeys(LOAD_OPTIONS))
+    for key, value in options.items():
+        if key not in LOAD_OPTIONS:
+            raise spec_error(key, value, f"an option of schedlab load ({', '.join(LOAD_OPTIONS)})")
+        setattr(args, key, value)
+    if isinstance(args.duration, str):
+        try:
+            args.duration = _duration_ms(args.duration)
+        except argparse.ArgumentTypeError:
+            raise spec_error("duration", args.duration, "a time > 0 such as 10s, 500ms or 2m, "
+                             "or a number of ms") from None
+    args.no_keepalive = bool(args.no_keepalive)
+    args.progress = bool(args.progress)
+    s = _run_load(args)
+    return {**s, "units": {k: LOAD_SUMMARY_UNITS[k] for k in s if k in LOAD_SUMMARY_UNITS}}
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    from schedlab.jsonio import dumps
+
+    s = _run_load(args)
     # Every request failed (the server went away): the run measured nothing.
     failed = s["requests"] == 0 and sum(s["errors_by_kind"].values()) > 0
     if failed:
