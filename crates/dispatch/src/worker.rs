@@ -4,6 +4,7 @@
 //! with optional I/O after each burst; between jobs it thinks (blocks). After each job it reads
 //! its own kernel counters and writes one record to shared memory.
 
+use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -258,7 +259,34 @@ fn run(ctx: &Ctx<'_>) -> i32 {
             },
         );
     };
-    // Returns the time `f` itself took (ns): the I/O. Under a dispatcher the wait for the
+    // The kernel's count of this worker's run-queue wait (ns), where it shows it.
+    let run_delay_now = || -> Option<u64> {
+        let mut text = [0u8; 128];
+        let mut c = Counters::default();
+        parse_schedstat(sys::pread_text(schedstat_fd.as_ref()?, &mut text)?, &mut c);
+        c.run_delay_ns
+    };
+    // The time `f` took (ns) but its wait in the run queue once woken (a sleeper whose time
+    // is up waits there for a CPU; schedstat counts that as run-queue wait, so it is not
+    // I/O too).
+    let timed = |f: &mut dyn FnMut()| -> u64 {
+        // The clock is read outside the two counter reads: a preemption at the return of
+        // a read counts in the next one, and must fall inside the time measured too.
+        let start = sys::now_ns();
+        let before = run_delay_now();
+        f();
+        let took = sys::now_ns() - start;
+        match (before, run_delay_now()) {
+            (Some(a), Some(b)) => took.saturating_sub(b.saturating_sub(a)),
+            _ => took,
+        }
+    };
+    // Run-queue wait inside the dispatcher's count of `held` (ns, all jobs so far): a worker
+    // preempted between saying it is ready and sleeping for its grant (the process granted
+    // before it woke and took the CPU) waits in the run queue, which schedstat counts, while
+    // the dispatcher already counts it held. Taken off `held`, so nothing is counted twice.
+    let held_overlap = Cell::new(0u64);
+    // Returns the I/O's own time (ns, see `timed`). Under a dispatcher the wait for the
     // grant after it is the dispatcher's hold (`held`), not I/O.
     let blocking = |f: &mut dyn FnMut()| -> u64 {
         if ctx.dispatched {
@@ -266,11 +294,13 @@ fn run(ctx: &Ctx<'_>) -> i32 {
                 fifo(2);
             }
             publish(ctx, slot, state::BLOCK);
-            let start = sys::now_ns();
-            f();
-            let took = sys::now_ns() - start;
+            let took = timed(f);
             let seen = slot.grant.load(Ordering::Acquire);
+            let ready = run_delay_now();
             publish(ctx, slot, state::READY);
+            if let (Some(a), Some(b)) = (ready, run_delay_now()) {
+                held_overlap.set(held_overlap.get() + b.saturating_sub(a));
+            }
             wait_grant(slot, stop, seen);
             if ctx.enforce_fifo {
                 fifo(1);
@@ -278,9 +308,7 @@ fn run(ctx: &Ctx<'_>) -> i32 {
             slot.state.store(state::RUN, Ordering::Release);
             took
         } else {
-            let start = sys::now_ns();
-            f();
-            sys::now_ns() - start
+            timed(f)
         }
     };
 
@@ -302,7 +330,6 @@ fn run(ctx: &Ctx<'_>) -> i32 {
                 break;
             }
             if task.io.is_some() {
-                let start = sys::now_ns();
                 match &task.io {
                     Some(IoPlan::Dsync(_)) => {
                         if let Some(fd) = &io_file {
@@ -316,8 +343,12 @@ fn run(ctx: &Ctx<'_>) -> i32 {
                     }
                     Some(IoPlan::Sleep(_)) => {
                         let d = sleep_dist.map_or(0.0, |d| d.sample(&mut rng_io)).max(0.0);
-                        let until = start + (d * 1e6) as u64;
-                        io_ns += blocking(&mut || sleep_until(until, stop));
+                        // Timed from the sleep's own start, as a process's nanosleep is: a
+                        // worker preempted between its burst and its sleep (the process the
+                        // dispatcher granted next woke and took the CPU) waited in the
+                        // runqueue, which schedstat counts, and then sleeps its whole time.
+                        io_ns +=
+                            blocking(&mut || sleep_until(sys::now_ns() + (d * 1e6) as u64, stop));
                     }
                     None => {}
                 }
@@ -355,7 +386,10 @@ fn run(ctx: &Ctx<'_>) -> i32 {
             nvcsw: u.nvcsw,
             nivcsw: u.nivcsw,
             migrations: c.migrations.unwrap_or(MISSING),
-            held: slot.held_ns.load(Ordering::Acquire),
+            held: slot
+                .held_ns
+                .load(Ordering::Acquire)
+                .saturating_sub(held_overlap.get()),
         };
         let rec = JobRec {
             arrival: rel(arrival_abs),
