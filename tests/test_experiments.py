@@ -425,6 +425,10 @@ BAD = [
     # as written (it named workload.classes[0].affinity, a table the file does not have).
     ('[workload]\njobs = 10\nload = 0.5\n[machine]\ncpus = 2\naffinity = [0]\n[[policy]]\n'
      'name = "fcfs"\n', "machine.affinity = [0]: expected runqueues = per-cpu"),
+    # A misspelt world's table names the worlds (it said "a known key").
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[worlds.simm]\njobs = 3\n',
+     'worlds.simm = {"jobs": 3}: expected a world\'s table [worlds.NAME], NAME one of sim, '
+     "calibrated, server, os"),
 ]
 
 

@@ -286,6 +286,8 @@ def _allowed_keys(loc: tuple[Any, ...]) -> str:
         return f"a key of [{section}]: " + ", ".join(k for k in keys[section] if k != "SECTION.KEY")
     if not section:
         return "a section among " + ", ".join(f"[{s}]" for s in SECTIONS)
+    if names == ["worlds"]:
+        return "a world's table [worlds.NAME], NAME one of " + ", ".join(worlds.MODULES)
     return "a known key"
 
 
