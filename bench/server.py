@@ -104,7 +104,7 @@ def start_nginx(root: Path, tmp: Path, pin: str | None,
 
 def start_schedlab(root: Path) -> tuple[subprocess.Popen, int]:
     p = subprocess.Popen([sys.executable, "-m", "schedlab.server", "serve", "--root", str(root),
-                          "--port", "0", "--workers", "2", "--policy", "fcfs"],
+                          "--port", "0", "--cpus", "2", "--policy", "fcfs"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     line = p.stdout.readline().decode()
     m = re.search(r"http://127\.0\.0\.1:(\d+)", line)

@@ -290,3 +290,30 @@ def test_intervals_of_a_run_too_short_to_trust_are_marked_in_the_table():
     assert "NOT shown uncorrelated" in short.stdout and "marked †" in short.stdout
     long = schedlab("sim", "--load", "0.5", "--jobs", "200000")
     assert long.returncode == 0 and "†" not in long.stdout, long.stdout
+
+
+def test_serve_and_load_take_their_specs_keys_on_every_surface():
+    # Every key of the server's and the load generator's specs (the core's SERVE_KEYS and
+    # LOAD_KEYS) is a flag of `schedlab serve`/`load` by its name and an option of
+    # `schedlab.serve`/`schedlab.load`, but those the program sets itself (the url is load's
+    # first argument, targets come from --mix/--burst, keep_requests from --out, announce from
+    # --quiet, params from the policy's own flags); and the keys a world has are its keys.
+    import argparse
+
+    import schedlab._core as core
+    from schedlab import server
+    from schedlab.vocabulary import KEYS
+
+    parser = argparse.ArgumentParser()
+    server.add_commands(parser.add_subparsers(dest="command"))
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    set_by_the_program = {"url", "targets", "keep_requests", "announce", "params"}
+    for command, keys, options in (("serve", core.SERVE_KEYS, server.SERVE_OPTIONS),
+                                   ("load", core.LOAD_KEYS, server.LOAD_OPTIONS)):
+        flags = {o for a in sub.choices[command]._actions for o in a.option_strings}
+        names = {k for k, _ in keys} - set_by_the_program
+        assert {f"--{k.replace('_', '-')}" for k in names} - {"--classes"} <= flags, command
+        assert names <= set(options), command
+    # The keys a world reads are the world's: the server's CPUs and log, the load's time.
+    assert {"cpus", "server_log", "time", "keep_alive", "hdr_log"} <= set(KEYS)
+    assert "workers" not in {k for k, _ in core.SERVE_KEYS}

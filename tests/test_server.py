@@ -114,7 +114,7 @@ needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not inst
 @needs_curl
 @needs_wrk
 def test_curl_and_wrk_are_served(root: Path) -> None:
-    srv = Serve(root, "--workers", "2", "--policy", "sff")
+    srv = Serve(root, "--workers", "2", "--policy", "sff")  # --cpus's former name
     try:
         code, body = curl(f"{srv.url}/big.bin")
         assert code == 200 and body == (root / "big.bin").read_bytes()
@@ -213,7 +213,7 @@ def test_pipelined_requests_written_byte_by_byte_are_answered_in_order(root: Pat
     req = b"".join(b"GET /f%d.bin HTTP/1.1\r\nHost: x\r\n\r\n" % (k % 8) for k in range(24))
     req += b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     expected = [files[k % 8] for k in range(24)] + [b"hello\n"]
-    srv = Serve(root, "--workers", "2", "--cost", cost)
+    srv = Serve(root, "--cpus", "2", "--cost", cost)
     wrong = []
     try:
         for trial in range(12):
@@ -252,7 +252,7 @@ def test_pipelined_requests_written_byte_by_byte_are_answered_in_order(root: Pat
 
 
 def test_slowloris_times_out_without_holding_the_worker(root: Path) -> None:
-    srv = Serve(root, "--workers", "1", "--header-timeout", "500")
+    srv = Serve(root, "--cpus", "1", "--header-timeout", "500")
     try:
         slow = []
         for _ in range(50):
@@ -275,7 +275,7 @@ def test_slowloris_times_out_without_holding_the_worker(root: Path) -> None:
 
 def test_disconnect_mid_transfer_frees_the_worker(root: Path) -> None:
     # One worker; big.bin costs 4096 KiB x 3 ms = about 12 s of (sleeping) emulated cost.
-    srv = Serve(root, "--workers", "1", "--cost", "0ms+3ms/KiB")
+    srv = Serve(root, "--cpus", "1", "--cost", "0ms+3ms/KiB")
     try:
         s = socket.create_connection(("127.0.0.1", srv.port))
         s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -299,7 +299,7 @@ def test_thousands_of_connections_bounded_threads_and_memory(root: Path) -> None
     if hard != resource.RLIM_INFINITY and hard < 2 * n + 200:
         pytest.skip(f"RLIMIT_NOFILE hard limit {hard} too low for {n} connections")
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2 * n + 200), hard))
-    srv = Serve(root, "--workers", "2")
+    srv = Serve(root, "--cpus", "2")
     try:
         deadline = time.monotonic() + 10  # a new thread names itself once it runs
         ours = ["schedlab-park", "schedlab-w0", "schedlab-w1"]
@@ -334,7 +334,7 @@ def test_thousands_of_connections_bounded_threads_and_memory(root: Path) -> None
 
 
 def _drain(root: Path, sig: int) -> None:
-    srv = Serve(root, "--workers", "1", "--cost", "0ms+0.1ms/KiB")  # big.bin: about 0.4 s
+    srv = Serve(root, "--cpus", "1", "--cost", "0ms+0.1ms/KiB")  # big.bin: about 0.4 s
     results: list[tuple[int, int]] = []
 
     def client() -> None:
@@ -541,6 +541,41 @@ def test_load_from_python_is_the_command(root: Path, tmp_path: Path) -> None:
     assert s["response_mean"] == pytest.approx(df["response"].mean(), rel=1e-12)
 
 
+def test_serve_from_python_is_the_command(root: Path, tmp_path: Path) -> None:
+    # `schedlab.serve` takes `schedlab serve`'s options by their names (the experiment keys:
+    # cpus, server_log) and a policy's parameters by theirs; it returns once the server listens
+    # and its stop() returns the stats `--stats` writes. Bad input is refused before it starts.
+    import pandas as pd
+
+    log = tmp_path / "requests.csv"
+    with schedlab.serve(root, port=0, cpus=1, policy="rr", quantum=2, packet=256,
+                        server_log=str(log)) as srv:
+        assert srv.url.startswith("http://127.0.0.1:") and "running" in repr(srv)
+        s = schedlab.load(srv.url + "/1k.bin", clients=3, jobs=120, seed=2, time="20s",
+                          keep_alive=False)
+    stats = srv.stats
+    assert stats is not None and stats == srv.stop()  # stopped once; the stats kept
+    assert (stats["policy"], stats["workers"], stats["drained"]) == ("rr", 1, True)
+    assert (s["requests"], s["errors"]) == (120, 0) and stats["served"] == 120
+    # keep_alive = false: a connection per request, and the one that checked the server is up.
+    assert stats["connections"] == s["connections"] + 1 == 121
+    rows = pd.read_csv(log)
+    # 1 KiB in 256-byte packets, a quantum of 2: two passes of the worker over each request
+    # (one turn when no other request ran between them).
+    passes = rows["segments"].astype(str).str.count(";") + 1
+    assert len(rows) == 120 and (passes == 2).all() and rows["turns"].between(1, 2).all()
+    with pytest.raises(schedlab.SpecError, match=r"^cpus = 0: expected a whole number from 1"):
+        schedlab.serve(root, port=0, cpus=0)
+    with pytest.raises(schedlab.SpecError, match=r"^colour = 1: expected an option of "
+                       r"schedlab serve \(host, port, cpus"):
+        schedlab.serve(root, port=0, colour=1)
+    with pytest.raises(schedlab.SpecError, match=r"^quantum = -1: "):
+        schedlab.serve(root, port=0, policy="rr", quantum=-1)
+    with pytest.raises(schedlab.SpecError, match=r"^duration = 5: expected one of duration "
+                       r"\(the former name\) and time, not both"):
+        schedlab.load(srv.url, clients=1, time=5, duration=5)
+
+
 # ---------------------------------------------------------------------------------------------
 # schedlab.server.run: the world the experiment runner calls
 # ---------------------------------------------------------------------------------------------
@@ -720,13 +755,13 @@ def test_load_command_runs_until_precise_and_warns_at_its_cap(root: Path,
         (root / f"{kb}k.bin").write_bytes(b"x" * kb * 1024)
     mix = tmp_path / "mix.txt"
     mix.write_text("".join(f"/{kb}k.bin 1\n" for kb in sizes))
-    srv = Serve(root, "--cost", "1ms+0.01ms/KB", "--workers", "4")
+    srv = Serve(root, "--cost", "1ms+0.01ms/KB", "--cpus", "4")
     base = [SCHEDLAB, "load", "--url", srv.url, "--mix", str(mix), "--rate", "400", "--jobs",
             "500"]
     try:
         easy = subprocess.run(base + ["--precision", "0.03", "--duration", "30s", "--json"],
                               capture_output=True, text=True, env=cli_env(), timeout=90)
-        tight = subprocess.run(base + ["--precision", "0.00001", "--duration", "0.5s"],
+        tight = subprocess.run(base + ["--precision", "0.00001", "--time", "500"],
                                capture_output=True, text=True, env=cli_env(), timeout=60)
     finally:
         srv.stop()
@@ -739,7 +774,7 @@ def test_load_command_runs_until_precise_and_warns_at_its_cap(root: Path,
     assert 5 <= s["response_mean"] < 7
     assert tight.returncode == 0, tight.stderr
     assert "WARNING: precision 1e-05 not reached" in tight.stdout
-    assert "raise --duration" in tight.stdout
+    assert "raise --time" in tight.stdout
 
 
 def test_run_spec_errors_name_the_key() -> None:

@@ -24,17 +24,17 @@ if TYPE_CHECKING:
     from schedlab.api import load_results, run, simulate, validate
     from schedlab.calibration import calibrate
     from schedlab.results import Result
-    from schedlab.server import load
+    from schedlab.server import Server, load, serve
 
-__all__ = ["simulate", "validate", "run", "load_results", "calibrate", "load", "policies",
-           "theory", "Result", "SpecError"]
+__all__ = ["simulate", "validate", "run", "load_results", "calibrate", "serve", "load",
+           "policies", "theory", "Result", "Server", "SpecError"]
 __version__ = "0.1.0"
 
 # The API is imported on first use (PEP 562), so the command line starts without pandas and
 # scipy (issue 12). Name -> the module that defines it; None for a submodule.
 _LAZY = {"simulate": "schedlab.api", "validate": "schedlab.api", "run": "schedlab.api",
          "load_results": "schedlab.api", "calibrate": "schedlab.calibration",
-         "load": "schedlab.server",
+         "serve": "schedlab.server", "load": "schedlab.server", "Server": "schedlab.server",
          "Result": "schedlab.results", "policies": None, "theory": None}
 
 

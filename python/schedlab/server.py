@@ -348,7 +348,7 @@ def plan(spec: dict[str, Any]) -> Plan:
     if warmup_time is not None:
         _num("warmup_time", warmup_time)
 
-    serve: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "workers": workers,
+    serve: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "cpus": workers,
                              "policy": info["name"], "seed": seed, "announce": True}
     if params:
         serve["params"] = params
@@ -522,7 +522,8 @@ def run(spec: dict[str, Any]) -> Result:
         log_path = Path(spec.get("server_log") or work / "requests.csv")
         stats_path = work / "stats.json"
         hdr = spec.get("hdr_log")
-        config = {**p.serve, "root": str(root), "log": str(log_path), "stats": str(stats_path)}
+        config = {**p.serve, "root": str(root), "server_log": str(log_path),
+                  "stats": str(stats_path)}
         attempts = 0
         while True:
             # A fresh server each time: a retried run starts as the first did (the log and
@@ -783,7 +784,7 @@ def _entitled(p: Plan, ok: pd.DataFrame, clients: list[int], start: float,
     rows = ok[ok["client"] >= 0]
     return _core.entitled_from_intervals(
         [index[int(c)] for c in rows["client"]], rows["arrival"].astype(float).tolist(),
-        rows["completion"].astype(float).tolist(), shares, float(p.serve["workers"]),
+        rows["completion"].astype(float).tolist(), shares, float(p.serve["cpus"]),
         (start, end))
 
 
@@ -793,7 +794,7 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
     server world's own keys."""
     from schedlab.results import summarize
 
-    workers = int(p.serve["workers"])
+    workers = int(p.serve["cpus"])
     busy = [float(b) for b in stats.get("busy_ms", [])]
     duration = float(s["duration"])
     start = float(ok["arrival"].min()) if len(ok) else float("nan")
@@ -871,15 +872,20 @@ def _kv_arg(allowed: tuple[str, ...], texts: tuple[str, ...] = ("name", "prefix"
     return parse
 
 
-def _duration_ms(text: str) -> float:
-    """10s, 500ms, 2m or a bare number of seconds (like wrk)."""
-    scale = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3, "": 1e3}
+def _duration_ms(text: str, bare: str = "s") -> float:
+    """10s, 500ms, 2m or a bare number of `bare` units (seconds for --duration, like wrk; ms
+    for --time, the world key's unit)."""
+    scale = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(us|ms|s|m|h|)\s*",
                      text.lower())
     if not m or not float(m.group(1)) > 0:
-        raise argparse.ArgumentTypeError(f"duration '{text}': expected a time > 0 such as "
-                                         "10s, 500ms or 2m")
-    return float(m.group(1)) * scale[m.group(2)]
+        raise argparse.ArgumentTypeError(f"'{text}': expected a time > 0 such as 10s, 500ms "
+                                         f"or 2m (a bare number is {bare})")
+    return float(m.group(1)) * scale[m.group(2) or bare]
+
+
+def _time_ms(text: str) -> float:
+    return _duration_ms(text, bare="ms")
 
 
 def add_commands(sub: Any) -> None:
@@ -892,7 +898,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--root", help="directory to serve")
     p.add_argument("--host", help="address to listen on; default 127.0.0.1")
     p.add_argument("--port", type=int, help="TCP port (0: any free port); default 8080")
-    p.add_argument("--workers", type=int, help="worker threads; default 2")
+    p.add_argument("--cpus", "--workers", dest="cpus", type=int, metavar="N",
+                   help="worker threads, the server's CPUs (the key cpus; --workers is its "
+                   "former name); default 2")
     p.add_argument("--buffer", type=int, help="bounded buffer size; default 128")
     p.add_argument("--policy", help="scheduling policy (schedlab policies); default fcfs")
     p.add_argument("--packet", type=int, help="packet: bytes (default 65536) or lines (10)")
@@ -910,7 +918,8 @@ def add_commands(sub: Any) -> None:
                    help="ms a response may go without its client taking any of it")
     p.add_argument("--drain-timeout", type=float, help="ms to finish in-flight requests at stop")
     p.add_argument("--max-header", type=int, help="request head bytes at most; default 8192")
-    p.add_argument("--log", help="CSV log, one row per request")
+    p.add_argument("--server-log", "--log", dest="server_log", metavar="FILE",
+                   help="CSV log, one row per request (--log is its former name)")
     p.add_argument("--stats", help="JSON stats written at exit")
     p.add_argument("--seed", type=int, help="seed of randomised policies")
     p.add_argument("--quiet", action="store_true", help="do not print where it listens")
@@ -935,23 +944,45 @@ def add_commands(sub: Any) -> None:
                    type=_kv_arg(("name", "fraction", "clients"), ("name",)),
                    metavar="'name=N fraction=F clients=C'", help="a request class")
     p.add_argument("--jobs", type=int, help="measured requests")
-    p.add_argument("--duration", type=_duration_ms, help="how long to send: 10s, 500ms, 2m")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--time", type=_time_ms, metavar="MS", help="how long to send, in ms "
+                      "(the key time) or with a unit: 500ms, 10s, 2m")
+    when.add_argument("--duration", dest="time", type=_duration_ms,
+                      help="how long to send, in s as wrk takes it (10 = 10s) or with a unit")
     p.add_argument("--warmup", type=int, help="requests left out of the results")
     p.add_argument("--precision", type=float, help="send until the mean response's 95%% "
                    "interval is this narrow (half-width over mean), looking first after --jobs; "
-                   "--duration caps the run")
+                   "--time caps the run")
     p.add_argument("--seed", type=int, help="random seed; default 1")
     p.add_argument("--threads", type=int, help="generator threads; default 1")
     p.add_argument("--connections", type=int, help="open loop: connections at most")
     p.add_argument("--timeout", type=float, help="ms before a request fails; default 30000")
     p.add_argument("--miss", type=float, help="ms of lateness that makes a send missed")
-    p.add_argument("--no-keepalive", action="store_true", help="one connection per request")
+    p.add_argument("--keep-alive", dest="keep_alive", action=argparse.BooleanOptionalAction,
+                   default=None, help="clients reuse connections (the key keep_alive); "
+                   "default yes")
+    p.add_argument("--no-keepalive", dest="keep_alive", action="store_false", default=None,
+                   help=argparse.SUPPRESS)  # its former name
     p.add_argument("--out", help="per-request table (.csv or .parquet)")
     p.add_argument("--hdr-log", help="HdrHistogram interval log file")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="live progress line; default when stderr is a terminal")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(func=cmd_load)
+
+
+# The options of `schedlab serve` and `schedlab load` as `schedlab.serve` and `schedlab.load`
+# take them: the keys of the core's specs, which are the experiment keys where a world has one
+# (cpus, server_log, time, keep_alive, hdr_log, ...).
+SERVE_OPTIONS = ("root", "host", "port", "cpus", "buffer", "policy", "packet", "packet_unit",
+                 "cost", "cost_mode", "classes", "max_connections", "header_timeout",
+                 "idle_timeout", "send_timeout", "drain_timeout", "max_header", "server_log",
+                 "stats", "seed")
+LOAD_OPTIONS = ("clients", "think", "rate", "arrival", "burst", "mix", "zipf", "classes", "jobs",
+                "time", "warmup", "precision", "seed", "threads", "connections", "timeout",
+                "miss", "keep_alive", "out", "hdr_log", "progress")
+# Former names, still read: option -> (its name now, how its value becomes the new one's).
+FORMER_LOAD_OPTIONS = {"duration": ("time", None), "no_keepalive": ("keep_alive", "negate")}
 
 
 def serve_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -964,10 +995,7 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
         if not isinstance(cfg, dict):
             raise spec_error("config", args.config, "a JSON object of serve keys ({\"root\": "
                              f"...}}), not a {type(cfg).__name__}")
-    for key in ("root", "host", "port", "workers", "buffer", "policy", "packet", "packet_unit",
-                "cost", "cost_mode", "classes", "max_connections", "header_timeout",
-                "idle_timeout", "send_timeout", "drain_timeout", "max_header", "log", "stats",
-                "seed"):
+    for key in SERVE_OPTIONS:
         value = getattr(args, key, None)
         if value is not None:
             cfg[key] = value
@@ -979,11 +1007,17 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
             params[name[len("param_"):]] = param_value(name[len("param_"):], value)
     if params:
         cfg["params"] = params
+    return _checked_serve(cfg)
+
+
+def _checked_serve(cfg: dict[str, Any]) -> dict[str, Any]:
+    """What the core cannot say well: a missing root, an output it could not write at the end,
+    a port out of range (the core's u16 would only say 'invalid value')."""
     if "root" not in cfg:
         raise spec_error("root", "(missing)", "--root DIR, the directory to serve")
     from schedlab.files import check_writable
 
-    for key in ("log", "stats"):  # written at the end: refused now, not after the run
+    for key in ("server_log", "stats"):  # written at the end: refused now, not after the run
         if isinstance(cfg.get(key), str):
             check_writable(key, cfg[key], ())
     port = cfg.get("port")
@@ -1004,16 +1038,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def load_config(args: argparse.Namespace) -> dict[str, Any]:
     cfg: dict[str, Any] = {"url": args.url}
-    for key in ("clients", "think", "rate", "arrival", "burst", "mix", "zipf", "classes", "jobs",
-                "warmup", "precision", "seed", "threads", "connections", "timeout", "miss",
-                "hdr_log", "progress"):
+    for key in LOAD_OPTIONS:
         value = getattr(args, key, None)
-        if value is not None:
+        if value is not None and key != "out":
             cfg[key] = value
-    if args.duration is not None:
-        cfg["time"] = args.duration
-    if args.no_keepalive:
-        cfg["keep_alive"] = False
     from schedlab.files import check_writable
 
     if args.out:
@@ -1048,11 +1076,6 @@ def _check_reachable(url: str) -> None:
                          f"({e.strerror or e})") from None
 
 
-# `schedlab load`'s options as `schedlab.load` takes them (the flags' names; `duration` in ms,
-# or text as the flag takes it).
-LOAD_OPTIONS = ("clients", "think", "rate", "arrival", "burst", "mix", "zipf", "classes", "jobs",
-                "duration", "warmup", "precision", "seed", "threads", "connections", "timeout",
-                "miss", "no_keepalive", "out", "hdr_log", "progress")
 
 
 def _run_load(args: argparse.Namespace) -> dict[str, Any]:
@@ -1071,24 +1094,92 @@ def _run_load(args: argparse.Namespace) -> dict[str, Any]:
 
 def load(url: str, **options: Any) -> dict[str, Any]:
     """`schedlab load` from Python, with the command's options by the same names
-    (`LOAD_OPTIONS`). Returns the summary with its `units`, as `--json` prints it."""
+    (`LOAD_OPTIONS`; `time` in ms, or text with a unit as `--time` takes it). Returns the
+    summary with its `units`, as `--json` prints it."""
     from schedlab.vocabulary import LOAD_SUMMARY_UNITS
 
     args = argparse.Namespace(url=url, **dict.fromkeys(LOAD_OPTIONS))
     for key, value in options.items():
-        if key not in LOAD_OPTIONS:
+        name, how = FORMER_LOAD_OPTIONS.get(key, (key, None))
+        if name not in LOAD_OPTIONS:
             raise spec_error(key, value, f"an option of schedlab load ({', '.join(LOAD_OPTIONS)})")
-        setattr(args, key, value)
-    if isinstance(args.duration, str):
+        if name != key and name in options:
+            raise spec_error(key, value, f"one of {key} (the former name) and {name}, not both")
+        setattr(args, name, (not value) if how == "negate" else value)
+    if isinstance(args.time, str):
+        key = "duration" if "duration" in options else "time"
         try:
-            args.duration = _duration_ms(args.duration)
+            args.time = _duration_ms(args.time, bare="s" if key == "duration" else "ms")
         except argparse.ArgumentTypeError:
-            raise spec_error("duration", args.duration, "a time > 0 such as 10s, 500ms or 2m, "
-                             "or a number of ms") from None
-    args.no_keepalive = bool(args.no_keepalive)
+            raise spec_error(key, args.time, "a time > 0 such as 10s, 500ms or 2m, or a number "
+                             "of ms") from None
     args.progress = bool(args.progress)
     s = _run_load(args)
     return {**s, "units": {k: LOAD_SUMMARY_UNITS[k] for k in s if k in LOAD_SUMMARY_UNITS}}
+
+
+class Server:
+    """A running `schedlab serve`, from `schedlab.serve`: a child process listening at `url`.
+    `stop()` drains it (SIGTERM, as Ctrl-C does) and returns its stats (what `--stats`
+    writes); as a context manager it stops on leaving the block."""
+
+    def __init__(self, config: dict[str, Any], timeout: float):
+        self._work = tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{os.getpid()}-")
+        self._stats_path = Path(config.get("stats") or Path(self._work.name) / "stats.json")
+        self._drain_s = float(config.get("drain_timeout", 30_000)) / 1e3 + 15
+        try:
+            self._process = ServerProcess({**config, "stats": str(self._stats_path),
+                                           "announce": True}, Path(self._work.name), timeout)
+        except BaseException:
+            self._work.cleanup()
+            raise
+        self.url: str = self._process.url
+        self.stats: dict[str, Any] | None = None
+
+    def stop(self) -> dict[str, Any]:
+        if self.stats is None:
+            try:
+                code = self._process.stop(self._drain_s)
+                if code != 0:
+                    raise RuntimeError(f"schedlab serve exited ({code}): {self._process._err()}")
+                self.stats = json.loads(self._stats_path.read_text())
+            finally:
+                self._work.cleanup()
+        return self.stats
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "stopped" if self.stats is not None else "running"
+        return f"<schedlab.Server {self.url} {state}>"
+
+
+def serve(root: str | os.PathLike[str], timeout: float = 30.0, **options: Any) -> Server:
+    """`schedlab serve` from Python, with the command's options by the same names
+    (`SERVE_OPTIONS`; a policy's parameters by theirs, or `params`): starts the server and
+    returns once it listens. `timeout`: seconds to wait for it. Bad input is refused before
+    anything starts (a SpecError naming the key)."""
+    from schedlab.vocabulary import param_units
+
+    cfg: dict[str, Any] = {"root": str(root)}
+    params = dict(options.pop("params", None) or {})
+    names = param_units()
+    for key, value in options.items():
+        if key in SERVE_OPTIONS and key != "root":
+            cfg[key] = value
+        elif key in names:
+            params[key] = value
+        else:
+            raise spec_error(key, value, "an option of schedlab serve "
+                             f"({', '.join(SERVE_OPTIONS[1:])}) or a policy parameter")
+    if params:
+        cfg["params"] = params
+    _core.serve_validate(_checked_serve(cfg))
+    return Server(cfg, timeout)
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -1136,7 +1227,7 @@ def cmd_load(args: argparse.Namespace) -> int:
                           f"interval is ±{got_text} of it (in completion order)")
         else:
             console.print(f"WARNING: precision {s['precision']:g} not reached ({got_text} at "
-                          "the cap); raise --duration", style="bold red")
+                          "the cap); raise --time", style="bold red")
     if s["errors_by_kind"]:
         print("errors: " + ", ".join(f"{k} {v}" for k, v in s["errors_by_kind"].items()))
     return 1 if failed else 0

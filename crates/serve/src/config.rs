@@ -43,7 +43,9 @@ pub struct ServeSpec {
     pub root: Option<String>,
     pub host: Option<String>,
     pub port: Option<u16>,
-    pub workers: Option<u32>,
+    /// The worker threads: the experiment key `cpus` (`workers` is its former name here).
+    #[serde(alias = "workers")]
+    pub cpus: Option<u32>,
     pub buffer: Option<u32>,
     pub policy: Option<String>,
     pub params: Option<Params>,
@@ -59,7 +61,9 @@ pub struct ServeSpec {
     pub send_timeout: Option<f64>,
     pub drain_timeout: Option<f64>,
     pub max_header: Option<u32>,
-    pub log: Option<String>,
+    /// The experiment key `server_log` (`log` is its former name here).
+    #[serde(alias = "log")]
+    pub server_log: Option<String>,
     pub stats: Option<String>,
     pub announce: Option<bool>,
 }
@@ -69,7 +73,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("root", "directory of files to serve (required)"),
     ("host", "address to listen on; default 127.0.0.1"),
     ("port", "TCP port; 0 picks a free one; default 8080"),
-    ("workers", "worker threads serving requests; default 2"),
+    (
+        "cpus",
+        "worker threads serving requests (the server's CPUs); default 2",
+    ),
     (
         "buffer",
         "bounded buffer: requests waiting for a worker, at most; default 128",
@@ -122,7 +129,7 @@ pub const KEYS: &[(&str, &str)] = &[
         "bytes of request head at most (431 beyond); default 8192",
     ),
     (
-        "log",
+        "server_log",
         "CSV file: one row per request (ids, worker, times, turns)",
     ),
     (
@@ -200,9 +207,9 @@ impl ServeSpec {
         let seed = self.seed.unwrap_or(1);
         // Build once to check the name and the parameters, and refuse fluid policies.
         schedlab_policy::build_discrete(&policy, &params, seed, FLUID_REFUSED)?;
-        let workers = self.workers.unwrap_or(2);
+        let workers = self.cpus.unwrap_or(2);
         if !(1..=1024).contains(&workers) {
-            return Err(err("workers", workers, "a whole number from 1 to 1024"));
+            return Err(err("cpus", workers, "a whole number from 1 to 1024"));
         }
         let buffer = self.buffer.unwrap_or(128);
         if buffer == 0 {
@@ -285,7 +292,7 @@ impl ServeSpec {
             send_timeout_ms: positive_ms("send_timeout", self.send_timeout, 30_000.0)?,
             drain_timeout_ms: positive_ms("drain_timeout", self.drain_timeout, 30_000.0)?,
             max_header,
-            log: self.log.clone().map(PathBuf::from),
+            log: self.server_log.clone().map(PathBuf::from),
             stats: self.stats.clone().map(PathBuf::from),
             announce: self.announce.unwrap_or(true),
         })
@@ -350,6 +357,36 @@ mod tests {
         s.params = Some(Params::new().with("quantum", schedlab_policy::ParamValue::Num(-1.0)));
         assert_eq!(s.validate().unwrap_err().key, "quantum");
         assert_eq!(spec("/no/such/dir").validate().unwrap_err().key, "root");
+        let mut s = spec(root);
+        s.cpus = Some(0);
+        let e = s.validate().unwrap_err();
+        assert_eq!((e.key.as_str(), e.value.as_str()), ("cpus", "0"));
+    }
+
+    #[test]
+    fn former_names_of_cpus_and_server_log_are_read() {
+        // `workers` and `log` were these keys' names before they took the experiment keys'.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap();
+        for (text, workers, log) in [
+            (
+                format!(r#"{{"root": "{root}", "workers": 3, "log": "a.csv"}}"#),
+                3,
+                "a.csv",
+            ),
+            (
+                format!(r#"{{"root": "{root}", "cpus": 4, "server_log": "b.csv"}}"#),
+                4,
+                "b.csv",
+            ),
+        ] {
+            let c = serde_json::from_str::<ServeSpec>(&text)
+                .unwrap()
+                .validate()
+                .unwrap();
+            assert_eq!(c.workers, workers);
+            assert_eq!(c.log.unwrap(), PathBuf::from(log));
+        }
     }
 
     #[test]

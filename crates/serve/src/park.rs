@@ -197,7 +197,7 @@ mod tests {
             root: Some(dir.path().display().to_string()),
             port: Some(0),
             announce: Some(false),
-            workers: Some(1),
+            cpus: Some(1),
             send_timeout: Some(30_000.0),
             drain_timeout: Some(5_000.0),
             ..Default::default()

@@ -21,7 +21,7 @@ use common::{local_spec, start};
 
 fn spec(root: &Path) -> ServeSpec {
     ServeSpec {
-        workers: Some(2),
+        cpus: Some(2),
         ..local_spec(root)
     }
 }
@@ -538,7 +538,7 @@ fn memory_stays_flat_under_idle_connections_and_aborted_downloads() {
     if let Ok(root) = std::env::var("SCHEDLAB_HELD_SERVER") {
         let mut sp = spec(Path::new(&root));
         sp.announce = Some(true);
-        sp.workers = Some(2);
+        sp.cpus = Some(2);
         let server = Server::bind(sp.validate().unwrap()).unwrap();
         let stats = server.run(true).unwrap();
         println!(

@@ -22,7 +22,7 @@ fn serve(
         root: Some(root.display().to_string()),
         port: Some(0),
         announce: Some(false),
-        workers: Some(workers),
+        cpus: Some(workers),
         cost: cost.map(String::from),
         ..Default::default()
     }

@@ -187,7 +187,7 @@ fn refuses_escapes_malformed_and_oversized_requests() {
 fn slow_clients_time_out_without_holding_workers() {
     let dir = catalogue();
     let mut sp = local_spec(dir.path());
-    sp.workers = Some(1);
+    sp.cpus = Some(1);
     sp.header_timeout = Some(2000.0);
     sp.idle_timeout = Some(400.0);
     let r = start(sp);
@@ -244,7 +244,7 @@ fn slow_clients_time_out_without_holding_workers() {
 fn a_client_that_leaves_mid_transfer_frees_its_worker_at_once() {
     let dir = catalogue();
     let mut sp = local_spec(dir.path());
-    sp.workers = Some(1);
+    sp.cpus = Some(1);
     // 4 MB at 1 ms/KiB: about 3.9 s of emulated (sleeping) cost.
     sp.cost = Some("0ms+1ms/KiB".into());
     let r = start(sp);
@@ -271,7 +271,7 @@ fn a_client_that_leaves_mid_transfer_frees_its_worker_at_once() {
 fn stop_drains_requests_in_flight_and_refuses_new_ones() {
     let dir = catalogue();
     let mut sp = local_spec(dir.path());
-    sp.workers = Some(1);
+    sp.cpus = Some(1);
     sp.cost = Some("0ms+0.25ms/KiB".into()); // big.bin: about 1 s
     let r = start(sp);
     let addr = r.addr;
@@ -314,10 +314,10 @@ fn classes_by_prefix_and_header_order_a_priority_queue() {
     }
     let log = dir.path().join("log.csv");
     let mut sp = local_spec(dir.path());
-    sp.workers = Some(1);
+    sp.cpus = Some(1);
     sp.policy = Some("priority".into());
     sp.cost = Some("1ms+5ms/KiB".into()); // blocker: about 1 s; the others 1 ms
-    sp.log = Some(log.display().to_string());
+    sp.server_log = Some(log.display().to_string());
     sp.classes = Some(vec![
         ClassSpec {
             name: Some("vip".into()),
@@ -385,11 +385,11 @@ fn srpt_preempts_a_long_transfer_at_a_packet_boundary() {
     let dir = catalogue();
     let log = dir.path().join("log.csv");
     let mut sp = local_spec(dir.path());
-    sp.workers = Some(1);
+    sp.cpus = Some(1);
     sp.policy = Some("srpt".into());
     sp.packet = Some(16 * 1024);
     sp.cost = Some("0ms+0.5ms/KiB".into()); // big.bin: about 1.95 s
-    sp.log = Some(log.display().to_string());
+    sp.server_log = Some(log.display().to_string());
     let r = start(sp);
     let addr = r.addr;
     let big = std::thread::spawn(move || get(addr, "/big.bin"));
@@ -419,14 +419,14 @@ fn round_robin_turns_are_packets_of_lines() {
     std::fs::write(dir.path().join("b.txt"), &text).unwrap();
     let log = dir.path().join("log.csv");
     let mut sp = local_spec(dir.path());
-    sp.workers = Some(1);
+    sp.cpus = Some(1);
     sp.policy = Some("rr".into());
     sp.params =
         Some(schedlab_policy::Params::new().with("quantum", schedlab_policy::ParamValue::Num(2.0)));
     sp.packet_unit = Some("lines".into());
     sp.packet = Some(10);
     sp.cost = Some("0ms+0.1ms/B".into()); // about 8 ms a packet
-    sp.log = Some(log.display().to_string());
+    sp.server_log = Some(log.display().to_string());
     let r = start(sp);
     let addr = r.addr;
     let clients: Vec<_> = ["/a.txt", "/b.txt"]
@@ -503,7 +503,7 @@ fn the_drain_timeout_bounds_a_stop_held_up_by_a_client_that_does_not_read() {
     let dir = catalogue();
     huge_file(dir.path());
     let mut sp = local_spec(dir.path());
-    sp.workers = Some(1);
+    sp.cpus = Some(1);
     sp.send_timeout = Some(60_000.0);
     sp.drain_timeout = Some(300.0);
     let r = start(sp);
@@ -529,7 +529,7 @@ fn a_slow_but_steady_reader_is_served_and_a_stalled_one_is_cut_at_the_send_timeo
     let dir = catalogue();
     huge_file(dir.path());
     let mut sp = local_spec(dir.path());
-    sp.workers = Some(2);
+    sp.cpus = Some(2);
     sp.send_timeout = Some(400.0);
     let r = start(sp);
     let addr = r.addr;

@@ -41,13 +41,13 @@ fn spec(root: &Path, policy: &str, send_timeout_ms: f64) -> ServeSpec {
         _ => None,
     };
     ServeSpec {
-        workers: Some(2),
+        cpus: Some(2),
         policy: Some(policy.into()),
         params,
         packet: Some(if policy == "rr" { 16 * 1024 } else { 64 * 1024 }),
         send_timeout: Some(send_timeout_ms),
         drain_timeout: Some(300.0),
-        log: Some(root.join("log.csv").display().to_string()),
+        server_log: Some(root.join("log.csv").display().to_string()),
         ..local_spec(root)
     }
 }
