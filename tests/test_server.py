@@ -536,6 +536,8 @@ def test_load_from_python_is_the_command(root: Path, tmp_path: Path) -> None:
         srv.stop()
     assert (s["requests"], s["errors"], s["mode"], s["warmup"]) == (300, 0, "closed", 30)
     assert numbers_of(s) <= set(s["units"]) and s["units"]["response_mean"] == "ms"
+    low, high = s["throughput_rps_ci"]  # the one summary code's interval, in requests/s
+    assert low < s["throughput_rps"] < high and s["units"]["throughput_rps_ci"] == "requests/s"
     df = pd.read_parquet(out)
     assert len(df) == 300 and set(df["client"]) == {0, 1}
     assert s["response_mean"] == pytest.approx(df["response"].mean(), rel=1e-12)

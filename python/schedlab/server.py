@@ -831,6 +831,7 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
         "world": "server", "missed_sends": int(s["missed_sends"]), "errors": int(s["errors"]),
         "errors_by_kind": s["errors_by_kind"], "status": s["status"], "bytes": int(s["bytes"]),
         "duration": duration, "throughput_rps": s["throughput_rps"],
+        "throughput_rps_ci": s["throughput_rps_ci"],
         "offered_rate": s["offered_rate"],
         # The summary code's own quantile, over the same requests as the rest.
         "response_p999": _core.quantiles(np.ascontiguousarray(

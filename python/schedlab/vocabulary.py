@@ -70,7 +70,8 @@ WORLD_SUMMARY_UNITS: dict[str, str] = {
     "dispatcher_switches": "count", "dispatcher_timer_lateness_us": "us",
     # server
     "missed_sends": "count", "errors": "count", "bytes": "bytes", "duration": "ms",
-    "throughput_rps": "requests/s", "offered_rate": "requests/s", "response_p999": "ms",
+    "throughput_rps": "requests/s", "throughput_rps_ci": "requests/s",
+    "offered_rate": "requests/s", "response_p999": "ms",
     "connections": "count", "server_served": "count", "server_aborted": "count",
 }
 
@@ -80,8 +81,9 @@ WORLD_SUMMARY_UNITS: dict[str, str] = {
 LOAD_SUMMARY_UNITS: dict[str, str] = {
     "requests": "count", "errors": "count", "sent": "count", "missed_sends": "count",
     "warmup": "count", "bytes": "bytes", "duration": "ms", "sending_ended": "ms",
-    "throughput_rps": "requests/s", "offered_rate": "requests/s", "connections": "count",
-    "threads": "count", "start_ns": "ns", "precision": "ratio",
+    "throughput_rps": "requests/s", "throughput_rps_ci": "requests/s",
+    "offered_rate": "requests/s", "connections": "count", "threads": "count", "start_ns": "ns",
+    "precision": "ratio",
     "response_mean_precision": "ratio", "ci_uncorrelated": "bool",
     **{f"response_{q}": "ms" for q in ("mean", "std", "p50", "p90", "p95", "p99", "p999",
                                         "max")},

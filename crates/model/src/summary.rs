@@ -278,6 +278,11 @@ pub struct Summary {
     /// The mean slowdown's 95% interval: batch means of the slowdowns, as the response's.
     #[serde(serialize_with = "pair_as_list")]
     pub slowdown_mean_ci: [f64; 2],
+    /// The throughput's 95% interval: batch means of the times between measured completions
+    /// (in completion order), whose interval `[low, high]` of the mean gap `g` makes
+    /// `throughput x [g / high, g / low]`.
+    #[serde(serialize_with = "pair_as_list")]
+    pub throughput_ci: [f64; 2],
     /// The batches behind the mean response's interval: how many, jobs in each, and whether
     /// batches of a tested size showed no autocorrelation (false: too few jobs to tell).
     pub ci_batches: u64,
@@ -358,6 +363,7 @@ pub const SUMMARY_UNITS: &[(&str, &str)] = &[
     ("wait_p95_ci", "ms"),
     ("wait_p99_ci", "ms"),
     ("slowdown_mean_ci", "ratio"),
+    ("throughput_ci", "jobs/ms"),
     ("ci_batches", "count"),
     ("ci_batch_size", "count"),
     ("ci_uncorrelated", "bool"),
@@ -406,6 +412,11 @@ pub struct Summarizer {
     response_series: SeriesStats,
     wait_series: SeriesStats,
     slowdown_series: MeanSeries,
+    /// The times between measured completions, in completion order (`add_completion`).
+    gaps: MeanSeries,
+    first_completion: f64,
+    last_completion: f64,
+    completions: u64,
 }
 
 #[inline]
@@ -444,6 +455,38 @@ impl Summarizer {
             response_series: SeriesStats::default(),
             wait_series: SeriesStats::default(),
             slowdown_series: MeanSeries::default(),
+            gaps: MeanSeries::default(),
+            first_completion: f64::NAN,
+            last_completion: f64::NAN,
+            completions: 0,
+        }
+    }
+
+    /// A measured job's completion time, in completion order (`add` may take its rows in
+    /// another order: a table's). Its gaps give the throughput's interval.
+    #[inline]
+    pub fn add_completion(&mut self, t: f64) {
+        if self.completions == 0 {
+            self.first_completion = t;
+        } else {
+            self.gaps.add(t - self.last_completion);
+        }
+        self.last_completion = t;
+        self.completions += 1;
+    }
+
+    /// The throughput's interval: the mean gap's `[low, high]` turned into rates and scaled to
+    /// `throughput` (whose window may be a little longer than the completions' span).
+    fn throughput_interval(&self, throughput: f64) -> [f64; 2] {
+        if self.completions < 2 {
+            return [f64::NAN; 2];
+        }
+        let gap = (self.last_completion - self.first_completion) / (self.completions - 1) as f64;
+        let iv = self.gaps.mean_interval(gap);
+        if gap > 0.0 && iv.low > 0.0 {
+            [throughput * gap / iv.high, throughput * gap / iv.low]
+        } else {
+            [f64::NAN; 2]
         }
     }
 
@@ -587,6 +630,7 @@ impl Summarizer {
             .slowdown_series
             .mean_interval(self.slowdown.mean_or_nan())
             .at_least(0.0);
+        let throughput = per_window(c.completions_in_window.unwrap_or(0) as f64);
         let precision = c.precision.unwrap_or(f64::NAN);
         let precision_reached = c
             .precision
@@ -687,7 +731,7 @@ impl Summarizer {
             wait_std: self.wait.std(),
             slowdown_mean: self.slowdown.mean_or_nan(),
             slowdown_p99: qs[0],
-            throughput: per_window(c.completions_in_window.unwrap_or(0) as f64),
+            throughput,
             utilization,
             utilization_per_cpu,
             context_switches: count(self.counted_switches, self.context_switches),
@@ -725,6 +769,7 @@ impl Summarizer {
             wait_p95_ci: wq[1].pair(),
             wait_p99_ci: wq[2].pair(),
             slowdown_mean_ci: smean.pair(),
+            throughput_ci: self.throughput_interval(throughput),
             ci_batches: rmean.batches as u64,
             ci_batch_size: rmean.batch_size,
             ci_uncorrelated: rmean.uncorrelated,
@@ -789,6 +834,14 @@ pub fn summarize(
         completions += u64::from(inside(row.completion));
         area += (row.completion.min(end) - row.arrival.max(start)).max(0.0);
     }
+    let mut ends: Vec<f64> = jobs
+        .completion
+        .iter()
+        .copied()
+        .filter(|t| t.is_finite())
+        .collect();
+    ends.sort_unstable_by(f64::total_cmp);
+    ends.into_iter().for_each(|t| s.add_completion(t));
     c.arrivals_in_window.get_or_insert(arrivals);
     c.completions_in_window.get_or_insert(completions);
     c.in_system_area.get_or_insert(area);

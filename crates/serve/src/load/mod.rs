@@ -546,6 +546,9 @@ pub struct LoadSummary {
     /// Measured requests completed per second of the measured interval: from the first
     /// measured request's intended send (after the warm-up) to the last completion.
     pub throughput_rps: f64,
+    /// Its 95% interval: the one summary code's throughput interval (batch means of the times
+    /// between completions), scaled to requests per second.
+    pub throughput_rps_ci: Vec<f64>,
     /// Requests per second asked for (open loop), else NaN.
     pub offered_rate: f64,
     /// The measured responses (ms) as every world summarizes them, by the one summary code
@@ -756,6 +759,11 @@ fn summarize_responses(s: &mut LoadSummary, mut measured: Vec<(u64, u64)>, start
     s.response_p95_ci = summary.response_p95_ci.to_vec();
     s.response_p99_ci = summary.response_p99_ci.to_vec();
     s.ci_uncorrelated = summary.ci_uncorrelated;
+    s.throughput_rps_ci = summary
+        .throughput_ci
+        .iter()
+        .map(|x| x / summary.throughput * s.throughput_rps)
+        .collect();
 }
 
 fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::Result<LoadOutput> {

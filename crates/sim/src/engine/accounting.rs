@@ -183,6 +183,7 @@ impl Engine<'_> {
                 migrations: j.migrations as f64,
             };
             self.acct.summary.add(&row);
+            self.acct.summary.add_completion(now);
             let r = j.rq as usize;
             self.rqs[r].done_hist[(self.runnable[r] as usize).min(LOAD_BINS - 1)] += 1;
             if let Some(tab) = &mut self.acct.table {
