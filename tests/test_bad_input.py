@@ -265,7 +265,12 @@ def test_the_python_api_names_the_key_of_a_value_of_the_wrong_type():
                        (lambda: schedlab.simulate(trace_out=5, jobs=10),
                         "trace_out = 5: expected a file's path (given: int)"),
                        (lambda: schedlab.simulate(cpus="two", jobs=10),
-                        "cpus = two: expected a whole number (given: str)"),
+                        'cpus = "two": expected a whole number (given: str)'),
+                       # Text where a number is expected is quoted: the number is not refused.
+                       (lambda: schedlab.simulate("fcfs", load="0.5", jobs=10),
+                        'load = "0.5": expected a number'),
+                       (lambda: schedlab.simulate("fcfs", load=0.5, jobs="10"),
+                        'jobs = "10": expected a whole number >= 0'),
                        # Another policy's parameter, said as the command line says it.
                        (lambda: schedlab.simulate("fcfs", quantum=5, load=0.5, jobs=10),
                         "quantum = 5: expected no parameters for policy fcfs"),

@@ -308,6 +308,9 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
     takes), a whole number may be written 4.0, anything else of the wrong type is refused."""
     path = where or key
     form = k.form
+    # Text where another form is expected is shown quoted: `load = "0.5"` is refused as text,
+    # where `load = 0.5` would read as if the number itself were refused.
+    shown = f'"{value}"' if isinstance(value, str) else value
     if form == "str":
         if _is_number(value) or isinstance(value, os.PathLike):
             return str(value)
@@ -319,35 +322,35 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
         if (_is_number(value) and float(value).is_integer()
                 and (least is None or value >= least)):
             return int(value)
-        raise spec_error(path, value, "a whole number" if least is None else
+        raise spec_error(path, shown, "a whole number" if least is None else
                          f"a whole number >= {least}")
     elif form == "int|auto":
         if value == "auto":
             return value
         if _is_number(value) and float(value).is_integer() and value >= 0:
             return int(value)
-        raise spec_error(path, value, "a whole number >= 0, or auto")
+        raise spec_error(path, shown, "a whole number >= 0, or auto")
     elif form == "float":
         if not _is_number(value):
-            raise spec_error(path, value, "a number")
+            raise spec_error(path, shown, "a number")
     elif form == "bool":
         if not isinstance(value, bool):
-            raise spec_error(path, value, "true or false")
+            raise spec_error(path, shown, "true or false")
     elif form == "dist":
         value = as_dist(value)
         if not isinstance(value, str):
-            raise spec_error(path, value, f"a distribution ({_core.DIST_SYNTAX})")
+            raise spec_error(path, shown, f"a distribution ({_core.DIST_SYNTAX})")
     elif form == "cpus":
         if not (isinstance(value, int | str | list | tuple) and not isinstance(value, bool)):
-            raise spec_error(path, value, "a number of CPUs or a list of CPU numbers")
+            raise spec_error(path, shown, "a number of CPUs or a list of CPU numbers")
         if isinstance(value, int) and value < 0:
-            raise spec_error(path, value, "a number of CPUs or a CPU number, >= 0")
+            raise spec_error(path, shown, "a number of CPUs or a CPU number, >= 0")
     elif form == "table":
         if not isinstance(value, dict):
-            raise spec_error(path, value, "a table")
+            raise spec_error(path, shown, "a table")
     elif form == "tables":
         if not isinstance(value, list | tuple) or not all(isinstance(v, dict) for v in value):
-            raise spec_error(path, value, "a list of tables")
+            raise spec_error(path, shown, "a list of tables")
     return value
 
 

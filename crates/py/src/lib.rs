@@ -79,7 +79,7 @@ fn type_given(inner: &str) -> String {
 }
 
 /// The value at a path of a spec (`port`, `classes[1].clients`), as text, for an error
-/// message; "(given)" where the path leads nowhere.
+/// message (text quoted); "(given)" where the path leads nowhere.
 fn given_value(spec: &Bound<'_, PyDict>, path: &str) -> String {
     let mut at = spec.as_any().clone();
     for part in path.split('.') {
@@ -97,6 +97,10 @@ fn given_value(spec: &Bound<'_, PyDict>, path: &str) -> String {
             Some(v) => at = v,
             None => return "(given)".into(),
         }
+    }
+    // Text is shown quoted: `cpus = "2"` is refused as text, not as the number 2.
+    if let Ok(text) = at.cast::<pyo3::types::PyString>() {
+        return format!("\"{text}\"");
     }
     at.str().map(|s| s.to_string()).unwrap_or_default()
 }
