@@ -265,7 +265,15 @@ def test_the_python_api_names_the_key_of_a_value_of_the_wrong_type():
                        (lambda: schedlab.simulate(trace_out=5, jobs=10),
                         "trace_out = 5: expected a file's path (given: int)"),
                        (lambda: schedlab.simulate(cpus="two", jobs=10),
-                        'cpus = "two": expected a whole number (given: str)'),
+                        'cpus = "two": expected a whole number from 1 to 65536 (the simulator '
+                        "counts its CPUs; a list of CPU numbers is the os world's)"),
+                       # Every wrong count says the same as the core's for one too large.
+                       (lambda: schedlab.simulate(cpus=-2, jobs=10),
+                        "cpus = -2: expected a whole number from 1 to 65536"),
+                       (lambda: schedlab.simulate(cpus=0, jobs=10),
+                        "cpus = 0: expected a whole number from 1 to 65536"),
+                       (lambda: schedlab.simulate(cpus=70_000, load=0.5, jobs=10),
+                        "cpus = 70000: expected a whole number from 1 to 65536"),
                        # Text where a number is expected is quoted: the number is not refused.
                        (lambda: schedlab.simulate("fcfs", load="0.5", jobs=10),
                         'load = "0.5": expected a number'),

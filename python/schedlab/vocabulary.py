@@ -343,8 +343,6 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
     elif form == "cpus":
         if not (isinstance(value, int | str | list | tuple) and not isinstance(value, bool)):
             raise spec_error(path, shown, "a number of CPUs or a list of CPU numbers")
-        if isinstance(value, int) and value < 0:
-            raise spec_error(path, shown, "a number of CPUs or a CPU number, >= 0")
     elif form == "table":
         if not isinstance(value, dict):
             raise spec_error(path, shown, "a table")

@@ -98,6 +98,7 @@ fn warmup(py: Python<'_>, spec: &Bound<'_, PyDict>) -> PyResult<u64> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIM_KEYS", spec::keys())?;
     m.add("SIM_CLASS_KEYS", spec::class_keys())?;
+    m.add("MAX_CPUS", spec::MAX_CPUS)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_many, m)?)?;

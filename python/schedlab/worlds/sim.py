@@ -274,6 +274,12 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
         spec, _notes = profile.apply(spec)
     core = flat_spec(**spec)
     check_native("sim", KEYS, NATIVE_KEYS, core)
+    cpus = core.get("cpus")
+    if cpus is not None and not (type(cpus) is int and cpus >= 1):
+        # Said once for every wrong form (text, a list, 0, -2), as the core says a count too large.
+        raise spec_error("cpus", f'"{cpus}"' if isinstance(cpus, str) else cpus,
+                         f"a whole number from 1 to {_core.MAX_CPUS} (the simulator counts its "
+                         "CPUs; a list of CPU numbers is the os world's)")
     return core
 
 
