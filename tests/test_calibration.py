@@ -233,6 +233,8 @@ def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
     for args, key in ((["--out", str(tmp_path / "p.txt")], "out = "),
                       (["--out", str(tmp_path / "p.toml"), "--cost", "5xs"], "cost = 5xs"),
                       (["--out", str(tmp_path / "p.toml"), "--cpus", "0"], "cpus = 0"),
+                      (["--out", str(tmp_path / "p.toml"), "--phase-ms", "500"],
+                       "phase_ms = 500.0: expected ms of load per server phase, from 1000"),
                       (["--out", str(tmp_path / "nowhere" / "p.toml")], "out = ")):
         out = subprocess.run([SCHEDLAB, "calibrate", "server", *args], capture_output=True,
                              text=True, env=cli_env(), timeout=60)
@@ -247,9 +249,19 @@ def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
                           "--enforce", "never"], capture_output=True, text=True, env=cli_env(),
                          timeout=60)
     assert out.returncode == 2 and "enforce = never" in out.stderr
+    out = subprocess.run([SCHEDLAB, "calibrate", "os", "--out", str(tmp_path / "p.toml"),
+                          "--reps", "0"], capture_output=True, text=True, env=cli_env(),
+                         timeout=60)
+    assert out.returncode == 2 and "reps = 0: expected repetitions of each os phase" in out.stderr
     assert not list(tmp_path.iterdir())
     with pytest.raises(schedlab.SpecError, match="^world = disk: expected server or os"):
         schedlab.calibrate("disk")
+    for option, message in ((dict(phase_ms=0), "^phase_ms = 0: "),
+                            (dict(reps=2.5), "^reps = 2.5: "),
+                            (dict(quick="yes"), '^quick = "yes": expected true or false')):
+        with pytest.raises(schedlab.SpecError, match=message):
+            schedlab.calibrate("server", tmp_path / "p.toml", **option)
+    assert not list(tmp_path.iterdir())
 
 
 OS_PROFILE = """

@@ -53,7 +53,7 @@ import numpy as np
 
 from schedlab import profile as profiles
 from schedlab import server as machinery
-from schedlab.vocabulary import spec_error
+from schedlab.vocabulary import quoted, spec_error
 
 # The server keys a calibration takes (the server as it will run), and their defaults.
 CONFIG_KEYS = ("cpus", "cost", "cost_mode", "packet", "packet_unit", "buffer")
@@ -85,6 +85,8 @@ MIGRATE_MS = 100.0  # the migration phase: 2 x cpus + 1 processes of this much C
 TIMER_SLEEPS, TIMER_SLEEP_MS = 500, 1.0  # the timer phase: sleeps per policy, each this long
 SIZES = (2.0, 8.0)  # ms of CPU per job in the kernel's batches
 PHASE_MS = 2_500.0  # load per phase (ms)
+MIN_PHASE_MS, MAX_PHASE_MS = 1_000.0, 600_000.0  # --quick's phases are the shortest
+MAX_REPS = 100
 IDLE_THINK_MS = 20.0  # the idle phase's think time: long enough for the machine to sleep
 OUTLIER_MADS = 8.0  # a request this many MADs off the first fit is left out of the second
 TERMS = ("fixed", "per_kib", "turn", "switch")
@@ -275,7 +277,7 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
                     "config": {k: v for k, v in config.items() if v is not None}},
         "server": terms,
         "fit": {
-            "requests": n, "left_out": left_out,
+            "requests": n, "left_out": left_out, "phase_ms": phase_ms,
             "phases": {"alone": len(rows[0]), "turns": len(rows[1]), "switches": len(rows[2]),
                        "idle": len(idle)},
             "file_bytes": sizes, "packet_bytes": packet,
@@ -523,6 +525,16 @@ def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: in
     if world not in WORLDS:
         raise spec_error("world", world, "server or os")
     config_of(dict(spec), world)  # bad keys: refused before anything is written or run
+    if isinstance(phase_ms, bool) or not isinstance(phase_ms, int | float) or \
+            not MIN_PHASE_MS <= phase_ms <= MAX_PHASE_MS:
+        raise spec_error("phase_ms", quoted(phase_ms), f"ms of load per server phase, from "
+                         f"{MIN_PHASE_MS:g} (requests enough for every phase's fit) to "
+                         f"{MAX_PHASE_MS:g}")
+    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPS:
+        raise spec_error("reps", quoted(reps), "repetitions of each os phase, a whole number "
+                         f"from 1 to {MAX_REPS}")
+    if not isinstance(quick, bool):
+        raise spec_error("quick", quoted(quick), "true or false")
     if out is not None:
         from schedlab.files import check_writable
 

@@ -558,7 +558,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         "batches of real processes under the kernel and the dispatcher"
     with status(f"calibrating the {args.world} world ({what}): {how}",
                 enabled=False if args.json else None):
-        prof = calibration.calibrate(args.world, args.out, seed=seed, **spec)
+        lengths = {k: v for k, v in (("phase_ms", args.phase_ms), ("reps", args.reps))
+                   if v is not None}
+        prof = calibration.calibrate(args.world, args.out, seed=seed, quick=args.quick,
+                                     **lengths, **spec)
     for warning in prof["profile"].get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -691,6 +694,13 @@ def make_parser() -> argparse.ArgumentParser:
                    "os (real processes on --cpus CPUs, the dispatcher with --enforce)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="profile to write")
     add_key_flags(p, _calibration_keys() + ["seed"])
+    p.add_argument("--phase-ms", type=float, metavar="MS", help="server: ms of load per phase; "
+                   f"default {calibration.PHASE_MS:g}")
+    p.add_argument("--reps", type=int, metavar="N", help="os: repetitions of each phase; "
+                   f"default {calibration.REPS}")
+    p.add_argument("--quick", action="store_true", help="as --quick experiments calibrate: "
+                   "server phases of 1 s at most, os phases twice and at most "
+                   f"{calibration.QUICK_MANY} processes per CPU")
     p.add_argument("--json", action="store_true", help="print the profile as one JSON object")
     p.set_defaults(func=cmd_calibrate)
 

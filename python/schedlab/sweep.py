@@ -347,7 +347,7 @@ def calibrate_first(exp: ex.Experiment, out_dir: Path) -> dict[str, Path]:
             from schedlab import calibration
 
             calibration.calibrate(world, path, seed=exp.config.experiment.seed,
-                                  quick=exp.quick, **config)
+                                  quick=bool(exp.quick), **config)
         prof = profile.load(path, "machine.profile")
         terms = ", ".join(f"{k} {v['mean']:.4g} {v['unit']}" + (
             f" [{v['low']:.4g}, {v['high']:.4g}]" if "low" in v and "high" in v else "")

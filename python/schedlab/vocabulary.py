@@ -199,6 +199,12 @@ def replication_count(value: Any, key: str = "replications") -> int:
     return value
 
 
+def quoted(value: Any) -> Any:
+    """A value as a message shows it where text is not what is expected: text quoted
+    (`load = "0.5"` is refused as text, where `load = 0.5` would read as if the number were)."""
+    return f'"{value}"' if isinstance(value, str) else value
+
+
 def spec_error(key: str, value: Any, allowed: str) -> SpecError:
     """A SpecError like the core's: key, value given, what is allowed."""
     err = SpecError(f"{key} = {value}: expected {allowed}")
@@ -308,9 +314,7 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
     takes), a whole number may be written 4.0, anything else of the wrong type is refused."""
     path = where or key
     form = k.form
-    # Text where another form is expected is shown quoted: `load = "0.5"` is refused as text,
-    # where `load = 0.5` would read as if the number itself were refused.
-    shown = f'"{value}"' if isinstance(value, str) else value
+    shown = quoted(value)
     if form == "str":
         if _is_number(value) or isinstance(value, os.PathLike):
             return str(value)

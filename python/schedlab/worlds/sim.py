@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
-from schedlab.vocabulary import DEFAULT_SEED, cpu_list, flat_spec, replication_seed, spec_error
+from schedlab.vocabulary import (
+    DEFAULT_SEED,
+    cpu_list,
+    flat_spec,
+    quoted,
+    replication_seed,
+    spec_error,
+)
 from schedlab.worlds import (
     NATIVE,
     Translation,
@@ -277,7 +284,7 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
     cpus = core.get("cpus")
     if cpus is not None and not (type(cpus) is int and cpus >= 1):
         # Said once for every wrong form (text, a list, 0, -2), as the core says a count too large.
-        raise spec_error("cpus", f'"{cpus}"' if isinstance(cpus, str) else cpus,
+        raise spec_error("cpus", quoted(cpus),
                          f"a whole number from 1 to {_core.MAX_CPUS} (the simulator counts its "
                          "CPUs; a list of CPU numbers is the os world's)")
     return core
