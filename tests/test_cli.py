@@ -60,6 +60,34 @@ def test_a_bare_number_is_a_constant_and_one_policy_takes_its_parameters_inline(
     assert api["response_mean"] == spelled["response_mean"] != default["response_mean"]
 
 
+def test_a_parameter_given_two_ways_is_one_value_or_refused(tmp_path):
+    """Inline in the policy, in `params`, by its own name or flag: the same value twice is one
+    value, two values are refused on every surface (neither way outranks the other); the
+    command line overrides a `--spec` file's `params`, as it overrides the file's keys."""
+    import schedlab as sl
+
+    base = dict(size=20, think=3, clients=2, jobs=500, seed=2)
+    q7 = sl.simulate("rr", quantum=7, **base).summary["response_mean"]
+    assert sl.simulate("rr:quantum=7", quantum=7.0, **base).summary["response_mean"] == q7
+    for call in (lambda: sl.simulate("rr:quantum=5", params={"quantum": 3}, **base),
+                 lambda: sl.simulate("rr:quantum=5", quantum=3, **base),
+                 lambda: sl.simulate("rr", params={"quantum": 5}, quantum=3, **base)):
+        with pytest.raises(sl.SpecError, match=r"^quantum = 3: expected one value of quantum: "
+                           r"it is 5(\.0)? in "):
+            call()
+    flags = ["--size", "20", "--think", "3", "--clients", "2", "--jobs", "500", "--seed", "2",
+             "--json"]
+    out = schedlab("sim", "--policy", "rr:quantum=5", "--quantum", "3", *flags)
+    assert out.returncode == 2 and out.stderr.startswith(
+        "schedlab: error: quantum = 3: expected one value of quantum: it is 5.0 in --policy")
+    spec = tmp_path / "s.toml"
+    spec.write_text('policy = "rr"\n[params]\nquantum = 3\n')
+    for policy in (["--policy", "rr:quantum=7"], ["--quantum", "7"]):
+        out = schedlab("sim", "--spec", str(spec), *policy, *flags)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["response_mean"] == q7
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_jobs_out_has_the_schema(tmp_path, suffix):
     path = tmp_path / f"jobs{suffix}"

@@ -14,6 +14,7 @@ from schedlab.vocabulary import (
     CLASS_KEYS,
     KEYS,
     as_dist,
+    param_value,
     parse_policies,
     policy_catalog,
     spec_error,
@@ -207,16 +208,24 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     params = spec.pop("params", None) or {}
     if not isinstance(params, dict):
         raise spec_error("params", params, "a table of the policy's parameters (name = value)")
+    # The command line over the --spec file, as for every key; on the command line a parameter
+    # given two ways with two values is refused, as in Python (`flat_spec`).
     params = dict(params)
+    given: dict[str, Any] = {}
     policy = spec.get("policy")
     if isinstance(policy, str) and ":" in policy and "," not in policy:
         # One policy written as --policy takes a list of them (rr:quantum=5): its name, and
-        # its parameters under the flags' (a flag given too wins).
+        # its parameters.
         [(spec["policy"], inline)] = parse_policies(policy)
-        params.update(inline)
+        given.update(inline)
     for name, value in vars(args).items():
         if name.startswith("param_") and value is not None:
-            params[name[len("param_"):]] = value
+            key = name[len("param_"):]
+            if key in given and param_value(key, value) != param_value(key, given[key]):
+                raise spec_error(key, value, f"one value of {key}: it is {given[key]} in "
+                                 f"--policy {policy} too")
+            given[key] = value
+    params.update(given)
     if params:
         spec["params"] = params
     return spec

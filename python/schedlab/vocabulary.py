@@ -402,15 +402,25 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     """Keyword arguments as one flat spec: `policy` (a name, an alias, "kernel", or a policy
     object from `schedlab.policies` carrying its params), `params` (a table) and the keys of
     the vocabulary. Parameters may also be given by name; a name that is neither a key nor a
-    parameter of the policy is refused, naming both lists."""
+    parameter of the policy is refused, naming both lists. A parameter given two ways (inline
+    in the policy, in `params`, by name) with two values is refused: no way outranks another."""
     params: dict[str, Any] = {}
+    source: dict[str, str] = {}
+
+    def give(values: dict[str, Any], where: str) -> None:
+        for k, v in values.items():
+            if k in params and params[k] != v:
+                raise spec_error(k, v, f"one value of {k}: it is {params[k]} in "
+                                 f"{source[k]} too")
+            params[k], source[k] = v, where
+
     if hasattr(policy, "name") and hasattr(policy, "params"):
-        params.update(policy.params)
+        give(dict(policy.params), "the policy object")
         policy = policy.name
     elif isinstance(policy, str) and ":" in policy and "," not in policy:
         # One policy with its parameters inline, as `--policy rr:quantum=5` takes it.
         ((policy, inline),) = parse_policies(policy)
-        params.update(inline)
+        give(inline, f"the policy's text ({policy}:...)")
     if str(policy).lower() == KERNEL:
         name, names = KERNEL, set(KERNEL_PARAMS)
     else:
@@ -424,9 +434,9 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
             if not isinstance(value, dict):
                 raise spec_error("params", value, "a table of the policy's parameters "
                                  "(name = value)")
-            params.update(value)
+            give(value, "params")
         elif key in names:
-            params[key] = value
+            give({key: value}, "its own key")
         elif key in KEYS:
             spec[key] = typed(key, value, KEYS[key])
         elif key in {q["name"] for p in policy_catalog() for q in p["params"]}:
