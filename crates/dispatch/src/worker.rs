@@ -108,6 +108,14 @@ struct Snap {
     held: u64,
 }
 
+/// This worker's `/proc/thread-self/schedstat` into `c` (nothing where it is hidden or could
+/// not be read): the one reader of it, around an I/O or a "ready" and at a job's end.
+fn read_schedstat(fd: Option<&sys::Fd>, buf: &mut [u8], c: &mut Counters) {
+    if let Some(text) = fd.and_then(|fd| sys::pread_text(fd, buf)) {
+        parse_schedstat(text, c);
+    }
+}
+
 fn delta(a: u64, b: u64) -> u64 {
     if a == MISSING || b == MISSING {
         MISSING
@@ -261,9 +269,8 @@ fn run(ctx: &Ctx<'_>) -> i32 {
     };
     // The kernel's count of this worker's run-queue wait (ns), where it shows it.
     let run_delay_now = || -> Option<u64> {
-        let mut text = [0u8; 128];
         let mut c = Counters::default();
-        parse_schedstat(sys::pread_text(schedstat_fd.as_ref()?, &mut text)?, &mut c);
+        read_schedstat(schedstat_fd.as_ref(), &mut [0u8; 128], &mut c);
         c.run_delay_ns
     };
     // The time `f` took (ns) but its wait in the run queue once woken (a sleeper whose time
@@ -368,12 +375,7 @@ fn run(ctx: &Ctx<'_>) -> i32 {
         // Measurement: the worker's own counters at the job's end.
         let m0 = sys::thread_cpu_ns();
         let mut c = Counters::default();
-        if let Some(text) = schedstat_fd
-            .as_ref()
-            .and_then(|fd| sys::pread_text(fd, &mut buf))
-        {
-            parse_schedstat(text, &mut c);
-        }
+        read_schedstat(schedstat_fd.as_ref(), &mut buf, &mut c);
         if let Some(text) = sched_fd
             .as_ref()
             .and_then(|fd| sys::pread_text(fd, &mut buf))
