@@ -198,7 +198,9 @@ def test_result_html_has_units_intervals_and_escapes(classy_trace):
         if label in shown:
             has = ci is not None and all(math.isfinite(c) for c in ci)
             assert shown[label][2] == (interval(ci) + "†" if has else ""), label
-    assert shown["throughput"][2] == "" and shown["response std"][2] == ""
+    # The throughput has its interval (the gaps between completions); a spread has none.
+    assert shown["throughput"][2] == interval(s["throughput_ci"]) + "†"
+    assert shown["response std"][2] == ""
     assert shown["throughput"][1] == f"{s['throughput']:.4g}"
     # The class table: escaped markup, units in the header.
     assert "&lt;b&gt;" in text and "<b>" not in text
