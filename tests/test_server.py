@@ -576,6 +576,45 @@ def test_serve_from_python_is_the_command(root: Path, tmp_path: Path) -> None:
     with pytest.raises(schedlab.SpecError, match=r"^duration = 5: expected one of duration "
                        r"\(the former name\) and time, not both"):
         schedlab.load(srv.url, clients=1, time=5, duration=5)
+    with pytest.raises(schedlab.SpecError, match=r'^timeout = "5": expected seconds > 0'):
+        schedlab.serve(root, port=0, timeout="5")
+    with pytest.raises(schedlab.SpecError, match=r"^quantum = 3: expected one value of quantum: "
+                       r"it is 2 in the policy object too"):
+        schedlab.serve(root, port=0, policy=schedlab.policies.RR(quantum=2), quantum=3)
+    # A policy object (or rr:quantum=2) carries its parameters as in simulate.
+    log2 = tmp_path / "requests2.csv"
+    with schedlab.serve(root, port=0, cpus=1, policy=schedlab.policies.RR(quantum=2),
+                        packet=256, server_log=str(log2), drain_timeout=None) as srv:
+        schedlab.load(srv.url + "/1k.bin", clients=1, jobs=5)
+    assert (pd.read_csv(log2)["segments"].astype(str).str.count(";") == 1).all()
+    # A server that died: stop() says so, the second time as the first.
+    srv = schedlab.serve(root, port=0)
+    srv._process.proc.kill()
+    srv._process.proc.wait()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"schedlab serve exited \(-9\)"):
+            srv.stop()
+
+
+def test_a_config_file_with_former_names_takes_the_flags_over_it(root: Path, tmp_path: Path):
+    # `workers` and `log`, the former names of cpus and server_log, still read in a --config
+    # file; a flag overrides either name, and a log it could not write is refused by name
+    # before the server starts.
+    config = tmp_path / "serve.json"
+    config.write_text(json.dumps({"workers": 2, "log": str(tmp_path / "a.csv")}))
+    srv = Serve(root, "--config", str(config), "--cpus", "3")
+    stats = srv.stop()
+    assert stats["workers"] == 3 and (tmp_path / "a.csv").exists()
+    config.write_text(json.dumps({"root": str(root), "log": "/proc/x/l.csv"}))
+    out = subprocess.run([SCHEDLAB, "serve", "--config", str(config)], capture_output=True,
+                         text=True, env=cli_env(), timeout=30)
+    assert out.returncode == 2 and out.stderr.startswith(
+        "schedlab: error: server_log = /proc/x/l.csv: expected a file"), out.stderr
+    config.write_text(json.dumps({"root": str(root), "log": "a.csv", "server_log": "b.csv"}))
+    out = subprocess.run([SCHEDLAB, "serve", "--config", str(config)], capture_output=True,
+                         text=True, env=cli_env(), timeout=30)
+    assert out.returncode == 2 and "log = a.csv: expected one of log (the former name) and " \
+        "server_log, not both" in out.stderr
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from schedlab.vocabulary import (
     CLASS_KEYS,
     KEYS,
+    Params,
     as_dist,
     param_value,
     parse_policies,
@@ -193,10 +194,31 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise spec_error("spec", path, f"valid TOML ({e})") from None
 
 
+def _inline(spec: dict[str, Any]) -> dict[str, Any]:
+    """One policy written as --policy takes a list of them (rr:quantum=5): its name goes to
+    `spec`, its parameters are returned."""
+    policy = spec.get("policy")
+    if isinstance(policy, str) and ":" in policy and "," not in policy:
+        [(spec["policy"], inline)] = parse_policies(policy)
+        return inline
+    return {}
+
+
 def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     """A flat spec from `--spec FILE` (if any), then the key flags, the class tables and the
-    policy parameter flags on top."""
+    policy parameter flags on top. A policy's parameters in the file (its `params`, inline in
+    its policy, by name) are the file's; the command line's (inline in `--policy`, flags)
+    override them, as every flag overrides the file's key. In each, a parameter given two
+    ways with two values is refused, as in Python (`flat_spec`)."""
     spec: dict[str, Any] = load_toml(args.spec) if getattr(args, "spec", None) else {}
+    in_file = Params()
+    params = spec.pop("params", None) or {}
+    if not isinstance(params, dict):
+        raise spec_error("params", params, "a table of the policy's parameters (name = value)")
+    in_file.give(params, "the --spec file's params")
+    in_file.give(_inline(spec), "the --spec file's policy")
+    names = {q["name"] for p in policy_catalog() for q in p["params"]} - set(KEYS)
+    in_file.give({k: spec.pop(k) for k in list(spec) if k in names}, "the --spec file")
     for key in keys:
         value = getattr(args, key, None)
         if key == "policy" and isinstance(value, list):
@@ -205,27 +227,15 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
             spec[key] = value
     if getattr(args, "classes", None):
         spec["classes"] = args.classes
-    params = spec.pop("params", None) or {}
-    if not isinstance(params, dict):
-        raise spec_error("params", params, "a table of the policy's parameters (name = value)")
-    # The command line over the --spec file, as for every key; on the command line a parameter
-    # given two ways with two values is refused, as in Python (`flat_spec`).
-    params = dict(params)
-    given: dict[str, Any] = {}
-    policy = spec.get("policy")
-    if isinstance(policy, str) and ":" in policy and "," not in policy:
-        # One policy written as --policy takes a list of them (rr:quantum=5): its name, and
-        # its parameters.
-        [(spec["policy"], inline)] = parse_policies(policy)
-        given.update(inline)
-    for name, value in vars(args).items():
-        if name.startswith("param_") and value is not None:
-            key = name[len("param_"):]
-            if key in given and param_value(key, value) != param_value(key, given[key]):
-                raise spec_error(key, value, f"one value of {key}: it is {given[key]} in "
-                                 f"--policy {policy} too")
-            given[key] = value
-    params.update(given)
+    on_line = Params()
+    if getattr(args, "policy", None) is not None:
+        text = spec["policy"]
+        on_line.give(_inline(spec), f"--policy {text}")
+    # A flag's text read as its value (3, not "3": what was typed was a number).
+    on_line.give({name[len("param_"):]: param_value(name[len("param_"):], value)
+                  for name, value in vars(args).items()
+                  if name.startswith("param_") and value is not None}, "its flag")
+    params = {**in_file.values, **on_line.values}
     if params:
         spec["params"] = params
     return spec

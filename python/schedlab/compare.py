@@ -20,6 +20,7 @@ from schedlab.results import Replications, Result
 from schedlab.vocabulary import (
     DEFAULT_SEED,
     SUMMARY_UNITS,
+    Params,
     find_policy,
     flat_spec,
     spec_error,
@@ -188,9 +189,12 @@ def compare(policy: Any, *, replications: int = 1, workers: int | None = None,
     parameter given as a keyword goes to every listed policy that has it (at least one must),
     and a parameter written with the policy (`rr:quantum=5`) to that one."""
     policies = policies_of(policy)
-    shared = dict(kwargs.pop("params", None) or {})
-    for key in [k for k in kwargs if any(k in _param_names(n) for n, _ in policies)]:
-        shared[key] = kwargs.pop(key)
+    given = Params()  # `params` and keywords: one value each (a policy's own may differ)
+    given.give(dict(kwargs.pop("params", None) or {}), "params")
+    given.give({k: kwargs.pop(k) for k in [k for k in kwargs
+                                          if any(k in _param_names(n) for n, _ in policies)]},
+               "its own key")
+    shared = given.values
     for key, value in shared.items():
         if not any(key in _param_names(n) for n, _ in policies):
             names = ", ".join(n for n, _ in policies)

@@ -472,7 +472,8 @@ class ServerProcess:
         raise RuntimeError(f"schedlab serve said {text!r}, not where it listens")
 
     def _err(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:  # stop() closed it: what it wrote is in the file
+            self._stderr.flush()
         return self.stderr_path.read_text(errors="replace").strip()[-2000:]
 
     def stop(self, timeout: float) -> int:
@@ -984,6 +985,9 @@ LOAD_OPTIONS = ("clients", "think", "rate", "arrival", "burst", "mix", "zipf", "
                 "miss", "keep_alive", "out", "hdr_log", "progress")
 # Former names, still read: option -> (its name now, how its value becomes the new one's).
 FORMER_LOAD_OPTIONS = {"duration": ("time", None), "no_keepalive": ("keep_alive", "negate")}
+# The server's keys' former names, still read in a --config file (as the flags --workers and
+# --log): former -> now.
+FORMER_SERVE_KEYS = {"workers": "cpus", "log": "server_log"}
 
 
 def serve_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -996,6 +1000,12 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
         if not isinstance(cfg, dict):
             raise spec_error("config", args.config, "a JSON object of serve keys ({\"root\": "
                              f"...}}), not a {type(cfg).__name__}")
+        for former, key in FORMER_SERVE_KEYS.items():  # so that a flag overrides either
+            if former in cfg:
+                if key in cfg:
+                    raise spec_error(former, cfg[former], f"one of {former} (the former name) "
+                                     f"and {key}, not both")
+                cfg[key] = cfg.pop(former)
     for key in SERVE_OPTIONS:
         value = getattr(args, key, None)
         if value is not None:
@@ -1136,14 +1146,20 @@ class Server:
             raise
         self.url: str = self._process.url
         self.stats: dict[str, Any] | None = None
+        self._failure: BaseException | None = None
 
     def stop(self) -> dict[str, Any]:
+        if self._failure is not None:  # stopped before, and it failed: the same error
+            raise self._failure
         if self.stats is None:
             try:
                 code = self._process.stop(self._drain_s)
                 if code != 0:
                     raise RuntimeError(f"schedlab serve exited ({code}): {self._process._err()}")
                 self.stats = json.loads(self._stats_path.read_text())
+            except BaseException as e:
+                self._failure = e
+                raise
             finally:
                 self._work.cleanup()
         return self.stats
@@ -1164,21 +1180,39 @@ def serve(root: str | os.PathLike[str], timeout: float = 30.0, **options: Any) -
     (`SERVE_OPTIONS`; a policy's parameters by theirs, or `params`): starts the server and
     returns once it listens. `timeout`: seconds to wait for it. Bad input is refused before
     anything starts (a SpecError naming the key)."""
-    from schedlab.vocabulary import param_units
+    from schedlab.vocabulary import Params, param_units, parse_policies, quoted
 
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise spec_error("timeout", quoted(timeout), "seconds > 0 to wait for the server")
     cfg: dict[str, Any] = {"root": str(root)}
-    params = dict(options.pop("params", None) or {})
+    params = Params()
+    table = options.pop("params", None)
+    if table is not None:
+        if not isinstance(table, dict):
+            raise spec_error("params", table, "a table of the policy's parameters")
+        params.give(table, "params")
+    policy = options.pop("policy", None)
+    if hasattr(policy, "name") and hasattr(policy, "params"):  # schedlab.policies.RR(...)
+        params.give(dict(policy.params), "the policy object")
+        cfg["policy"] = policy.name
+    elif isinstance(policy, str) and ":" in policy and "," not in policy:  # rr:quantum=2
+        ((cfg["policy"], inline),) = parse_policies(policy)
+        params.give(inline, f"the policy's text ({cfg['policy']}:...)")
+    elif policy is not None:
+        cfg["policy"] = policy
     names = param_units()
     for key, value in options.items():
+        if value is None:
+            continue  # as a flag not given
         if key in SERVE_OPTIONS and key != "root":
             cfg[key] = value
         elif key in names:
-            params[key] = value
+            params.give({key: value}, "its own key")
         else:
             raise spec_error(key, value, "an option of schedlab serve "
                              f"({', '.join(SERVE_OPTIONS[1:])}) or a policy parameter")
-    if params:
-        cfg["params"] = params
+    if params.values:
+        cfg["params"] = {k: param_value(k, v) for k, v in params.values.items()}
     _core.serve_validate(_checked_serve(cfg))
     return Server(cfg, timeout)
 

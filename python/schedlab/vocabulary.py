@@ -12,6 +12,7 @@ reads each key is declared in that world's table (`schedlab.worlds`).
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -281,9 +282,13 @@ def cpu_list(value: Any) -> list[int]:
 
 def param_value(key: str, value: Any) -> Any:
     """A policy parameter as the core takes it: a number, a list of numbers or a bool (text
-    from the CLI is read as one of these)."""
+    from the CLI is read as one of these; numpy's numbers as Python's)."""
     if isinstance(value, bool | int | float):
         return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
     if isinstance(value, list | tuple):
         if not all(_is_number(v) and math.isfinite(v) for v in value):
             raise spec_error(key, list(value), "a number, a list of numbers or true/false")
@@ -297,15 +302,41 @@ def param_value(key: str, value: Any) -> Any:
         try:
             parts = [float(p) for p in text.split(",")]
         except ValueError:
-            raise spec_error(key, value, "a number, a list of numbers or true/false") from None
+            raise spec_error(key, quoted(value), "a number, a list of numbers or true/false") \
+                from None
         if not all(math.isfinite(p) for p in parts):
-            raise spec_error(key, value, "finite numbers")
+            raise spec_error(key, quoted(value), "finite numbers")
         return parts[0] if len(parts) == 1 else parts
     raise spec_error(key, value, "a number, a list of numbers or true/false")
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    """A number, numpy's too (a sweep's values often are), but not a bool."""
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _plain(v: Any) -> Any:
+    """A number as written (5 for 5.0), in a list too."""
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+class Params:
+    """A policy's parameters gathered from the ways they can be given (inline in the policy,
+    a `params` table, by name or flag): the same value given twice is one value, two values
+    are refused, since no way outranks another."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.where: dict[str, str] = {}
+
+    def give(self, values: dict[str, Any], where: str) -> None:
+        for k, v in values.items():
+            if k in self.values and param_value(k, self.values[k]) != param_value(k, v):
+                raise spec_error(k, quoted(_plain(v)), f"one value of {k}: it is "
+                                 f"{_plain(self.values[k])} in {self.where[k]} too")
+            self.values[k], self.where[k] = v, where
 
 
 def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
@@ -337,6 +368,8 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
     elif form == "float":
         if not _is_number(value):
             raise spec_error(path, shown, "a number")
+        if not isinstance(value, int | float):
+            return float(value)  # numpy's
     elif form == "bool":
         if not isinstance(value, bool):
             raise spec_error(path, shown, "true or false")
@@ -345,6 +378,8 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
         if not isinstance(value, str):
             raise spec_error(path, shown, f"a distribution ({_core.DIST_SYNTAX})")
     elif form == "cpus":
+        if _is_number(value) and float(value).is_integer():
+            return int(value)  # 2.0 and numpy's integers count CPUs as 2 does
         if not (isinstance(value, int | str | list | tuple) and not isinstance(value, bool)):
             raise spec_error(path, shown, "a number of CPUs or a list of CPU numbers")
     elif form == "table":
@@ -404,23 +439,14 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     the vocabulary. Parameters may also be given by name; a name that is neither a key nor a
     parameter of the policy is refused, naming both lists. A parameter given two ways (inline
     in the policy, in `params`, by name) with two values is refused: no way outranks another."""
-    params: dict[str, Any] = {}
-    source: dict[str, str] = {}
-
-    def give(values: dict[str, Any], where: str) -> None:
-        for k, v in values.items():
-            if k in params and params[k] != v:
-                raise spec_error(k, v, f"one value of {k}: it is {params[k]} in "
-                                 f"{source[k]} too")
-            params[k], source[k] = v, where
-
+    given = Params()
     if hasattr(policy, "name") and hasattr(policy, "params"):
-        give(dict(policy.params), "the policy object")
+        given.give(dict(policy.params), "the policy object")
         policy = policy.name
     elif isinstance(policy, str) and ":" in policy and "," not in policy:
         # One policy with its parameters inline, as `--policy rr:quantum=5` takes it.
         ((policy, inline),) = parse_policies(policy)
-        give(inline, f"the policy's text ({policy}:...)")
+        given.give(inline, f"the policy's text ({policy}:...)")
     if str(policy).lower() == KERNEL:
         name, names = KERNEL, set(KERNEL_PARAMS)
     else:
@@ -434,9 +460,9 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
             if not isinstance(value, dict):
                 raise spec_error("params", value, "a table of the policy's parameters "
                                  "(name = value)")
-            give(value, "params")
+            given.give(value, "params")
         elif key in names:
-            give({key: value}, "its own key")
+            given.give({key: value}, "its own key")
         elif key in KEYS:
             spec[key] = typed(key, value, KEYS[key])
         elif key in {q["name"] for p in policy_catalog() for q in p["params"]}:
@@ -449,6 +475,7 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
             allowed = (f"a key ({keys}) or a parameter of policy {name} "
                        f"({', '.join(sorted(names)) or 'none'})")
             raise spec_error(key, value, allowed)
+    params = given.values
     if params:
         if name == KERNEL:
             spec.update(params)  # the kernel's parameters are keys of the os world

@@ -61,6 +61,15 @@ pub(crate) fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult
             format!("a whole number ({})", type_given(&inner))
         } else if inner.contains("must be real number") {
             format!("a number ({})", type_given(&inner))
+        } else if let Some(rest) = inner.strip_prefix("unexpected type: ") {
+            // pythonize's "'str' object is not an instance of 'Mapping'": what was expected.
+            let kind = match rest.rsplit('\'').nth(1) {
+                Some("Mapping") => "a table",
+                Some("Sequence") => "a list",
+                Some("str") => "text",
+                _ => "another type",
+            };
+            format!("{kind} ({})", type_given(rest))
         } else {
             inner.replace("OverflowError: ", "")
         };
