@@ -16,7 +16,6 @@ from schedlab.vocabulary import (
     Params,
     as_dist,
     param_value,
-    parse_policies,
     policy_catalog,
     spec_error,
 )
@@ -194,16 +193,6 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise spec_error("spec", path, f"valid TOML ({e})") from None
 
 
-def _inline(spec: dict[str, Any]) -> dict[str, Any]:
-    """One policy written as --policy takes a list of them (rr:quantum=5): its name goes to
-    `spec`, its parameters are returned."""
-    policy = spec.get("policy")
-    if isinstance(policy, str) and ":" in policy and "," not in policy:
-        [(spec["policy"], inline)] = parse_policies(policy)
-        return inline
-    return {}
-
-
 def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     """A flat spec from `--spec FILE` (if any), then the key flags, the class tables and the
     policy parameter flags on top. A policy's parameters in the file (its `params`, inline in
@@ -216,7 +205,8 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise spec_error("params", params, "a table of the policy's parameters (name = value)")
     in_file.give(params, "the --spec file's params")
-    in_file.give(_inline(spec), "the --spec file's policy")
+    if "policy" in spec:
+        spec["policy"] = in_file.of_policy(spec["policy"], "the --spec file's policy")
     names = {q["name"] for p in policy_catalog() for q in p["params"]} - set(KEYS)
     in_file.give({k: spec.pop(k) for k in list(spec) if k in names}, "the --spec file")
     for key in keys:
@@ -229,8 +219,7 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
         spec["classes"] = args.classes
     on_line = Params()
     if getattr(args, "policy", None) is not None:
-        text = spec["policy"]
-        on_line.give(_inline(spec), f"--policy {text}")
+        spec["policy"] = on_line.of_policy(spec["policy"], f"--policy {spec['policy']}")
     # A flag's text read as its value (3, not "3": what was typed was a number).
     on_line.give({name[len("param_"):]: param_value(name[len("param_"):], value)
                   for name, value in vars(args).items()

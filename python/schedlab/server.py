@@ -1087,8 +1087,6 @@ def _check_reachable(url: str) -> None:
                          f"({e.strerror or e})") from None
 
 
-
-
 def _run_load(args: argparse.Namespace) -> dict[str, Any]:
     """Checks, sends and measures; writes the per-request table to `args.out` if given.
     Returns the summary."""
@@ -1180,7 +1178,7 @@ def serve(root: str | os.PathLike[str], timeout: float = 30.0, **options: Any) -
     (`SERVE_OPTIONS`; a policy's parameters by theirs, or `params`): starts the server and
     returns once it listens. `timeout`: seconds to wait for it. Bad input is refused before
     anything starts (a SpecError naming the key)."""
-    from schedlab.vocabulary import Params, param_units, parse_policies, quoted
+    from schedlab.vocabulary import Params, param_units, quoted
 
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise spec_error("timeout", quoted(timeout), "seconds > 0 to wait for the server")
@@ -1191,14 +1189,8 @@ def serve(root: str | os.PathLike[str], timeout: float = 30.0, **options: Any) -
         if not isinstance(table, dict):
             raise spec_error("params", table, "a table of the policy's parameters")
         params.give(table, "params")
-    policy = options.pop("policy", None)
-    if hasattr(policy, "name") and hasattr(policy, "params"):  # schedlab.policies.RR(...)
-        params.give(dict(policy.params), "the policy object")
-        cfg["policy"] = policy.name
-    elif isinstance(policy, str) and ":" in policy and "," not in policy:  # rr:quantum=2
-        ((cfg["policy"], inline),) = parse_policies(policy)
-        params.give(inline, f"the policy's text ({cfg['policy']}:...)")
-    elif policy is not None:
+    policy = params.of_policy(options.pop("policy", None))  # RR(quantum=2), rr:quantum=2
+    if policy is not None:
         cfg["policy"] = policy
     names = param_units()
     for key, value in options.items():

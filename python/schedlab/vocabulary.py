@@ -322,6 +322,15 @@ def _plain(v: Any) -> Any:
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
+def _same(key: str, a: Any, b: Any) -> bool:
+    """One value written two ways (5 and "5", a tuple and a list); text that is no number (a
+    kernel policy's sched) as it is."""
+    try:
+        return bool(param_value(key, a) == param_value(key, b))
+    except SpecError:
+        return bool(a == b)
+
+
 class Params:
     """A policy's parameters gathered from the ways they can be given (inline in the policy,
     a `params` table, by name or flag): the same value given twice is one value, two values
@@ -333,10 +342,23 @@ class Params:
 
     def give(self, values: dict[str, Any], where: str) -> None:
         for k, v in values.items():
-            if k in self.values and param_value(k, self.values[k]) != param_value(k, v):
+            if k in self.values and not _same(k, self.values[k], v):
                 raise spec_error(k, quoted(_plain(v)), f"one value of {k}: it is "
                                  f"{_plain(self.values[k])} in {self.where[k]} too")
             self.values[k], self.where[k] = v, where
+
+    def of_policy(self, policy: Any, where: str | None = None) -> Any:
+        """The parameters a policy carries (a policy object's, or inline as `--policy
+        rr:quantum=5` takes one policy), given from `where`; returns the policy's name (any
+        other policy, a list of them included, as it was)."""
+        if hasattr(policy, "name") and hasattr(policy, "params"):
+            self.give(dict(policy.params), where or "the policy object")
+            return policy.name
+        if isinstance(policy, str) and ":" in policy and "," not in policy:
+            ((name, inline),) = parse_policies(policy)
+            self.give(inline, where or f"the policy's text ({policy})")
+            return name
+        return policy
 
 
 def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
@@ -440,13 +462,7 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     parameter of the policy is refused, naming both lists. A parameter given two ways (inline
     in the policy, in `params`, by name) with two values is refused: no way outranks another."""
     given = Params()
-    if hasattr(policy, "name") and hasattr(policy, "params"):
-        given.give(dict(policy.params), "the policy object")
-        policy = policy.name
-    elif isinstance(policy, str) and ":" in policy and "," not in policy:
-        # One policy with its parameters inline, as `--policy rr:quantum=5` takes it.
-        ((policy, inline),) = parse_policies(policy)
-        given.give(inline, f"the policy's text ({policy}:...)")
+    policy = given.of_policy(policy)
     if str(policy).lower() == KERNEL:
         name, names = KERNEL, set(KERNEL_PARAMS)
     else:
