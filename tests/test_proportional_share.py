@@ -148,3 +148,48 @@ def test_a_fluid_tasks_service_before_the_measured_interval_is_not_counted(polic
         # (FB serves the newcomer alone, stride in turns of its quantum.)
         assert r.tasks["share_ratio"].tolist() == pytest.approx([1.0, 1.0], abs=1e-9)
         assert s["jain_share"] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_shares_are_taken_over_the_contended_interval():
+    """Study 004's trap (a share read after competitors left), by hand. RR with quantum 1 on
+    one CPU, A asks 2 ms and B 4 ms, each one job: A runs [0, 1] and [2, 3] and finishes at 3,
+    which ends the contended interval (as the os world's first task to finish its jobs does).
+    Over [0, 3] A received 2 ms and B 1 ms, both entitled to half. Over the whole run (until
+    this rule) B's lone last 3 ms counted: A 2 of 6, B 4 of 6, with B entitled to A's half
+    once A had gone."""
+    r = schedlab.simulate("rr", quantum=1, jobs=2, think="det:0", warmup=0, classes=[
+        {"name": "a", "clients": 1, "size": "det:2"},
+        {"name": "b", "clients": 1, "size": "det:4"}])
+    s, t = r.summary, r.tasks
+    assert (s["contended_ms"], s["contended_end"]) == (3.0, "task 0 finished its jobs")
+    assert s["makespan"] == 6.0
+    assert t["service"].tolist() == [2.0, 1.0]
+    assert t["share"].tolist() == pytest.approx([2 / 3, 1 / 3], abs=1e-12)
+    assert t["entitled"].tolist() == pytest.approx([0.5, 0.5], abs=1e-12)
+    assert t["share_ratio"].tolist() == pytest.approx([4 / 3, 2 / 3], abs=1e-12)
+
+
+@pytest.mark.parametrize("policy", ["ps", "gps"])
+def test_a_fluid_runqueue_credits_what_it_served_until_the_contended_end(policy):
+    """PS serves three jobs of 1, 2 and 3 ms at a third of the CPU each: the first ends at 3
+    ms, when each has received 1 ms. The two still in the fluid are credited what they had by
+    then, and nothing after (a fluid job is otherwise credited when its burst ends)."""
+    r = schedlab.simulate(policy, jobs=3, think="det:0", warmup=0, classes=[
+        {"name": n, "clients": 1, "size": f"det:{k}"} for k, n in enumerate("abc", start=1)])
+    s, t = r.summary, r.tasks
+    assert s["contended_ms"] == pytest.approx(3.0, abs=1e-12)
+    assert s["contended_end"] == "task 0 finished its jobs"
+    assert t["service"].tolist() == pytest.approx([1.0, 1.0, 1.0], abs=1e-12)
+    assert t["share_ratio"].tolist() == pytest.approx([1.0, 1.0, 1.0], abs=1e-12)
+
+
+def test_a_run_in_progress_at_the_end_counts_in_its_tasks_service():
+    """RR with quantum 10 on one CPU, two tasks that never finish, until 15 ms: A runs
+    [0, 10], B [10, 15] and is still running at the end. Nobody finished, so the contended
+    interval is the whole run. B's 5 ms count (they were left out until this rule)."""
+    r = schedlab.simulate("rr", quantum=10, time=15.0, think="det:0", warmup=0, classes=[
+        {"name": n, "clients": 1, "size": "det:1e9"} for n in "ab"])
+    s, t = r.summary, r.tasks
+    assert (s["contended_ms"], s["contended_end"]) == (15.0, "time limit")
+    assert t["service"].tolist() == [10.0, 5.0]
+    assert t["share"].tolist() == pytest.approx([2 / 3, 1 / 3], abs=1e-12)

@@ -361,3 +361,20 @@ def test_the_throughput_has_its_interval_from_the_times_between_completions():
     expected = theory.mva(5, 20, [5])["throughput"]
     low, high = closed["throughput_ci"]
     assert low <= expected <= high and (high - low) / expected < 0.02
+
+
+@pytest.mark.parametrize("jobs, batches", [(1000, 3), (1000, 7), (999, 10), (1000, 10)])
+def test_batches_give_as_many_means_and_every_job_is_in_one(jobs, batches):
+    """`batches = B` splits the measured jobs into B batches of sizes within one of each other
+    (the first jobs % B batches hold one more). A last partial batch was dropped: 1,000 jobs in
+    3 batches gave 2 means, and an interval from 2 batch means. Checked by hand against the
+    per-job table, in completion order."""
+    r = schedlab.simulate("fcfs", load=0.5, jobs=jobs, batches=batches, warmup=0, seed=5)
+    means = r.summary["response_batch_means"]
+    assert len(means) == batches
+    response = r.jobs.sort_values("completion", kind="stable")["response"].to_numpy()
+    size, extra = divmod(jobs, batches)
+    bounds = np.cumsum([0] + [size + (i < extra) for i in range(batches)])
+    want = [response[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    assert means == pytest.approx(want, rel=1e-12)
+    assert bounds[-1] == jobs == r.summary["jobs"]

@@ -302,6 +302,14 @@ pub struct Summary {
     pub load_distribution: Vec<f64>,
     pub time_to_balance: f64,
     pub balanced_fraction: f64,
+    /// When the contended interval ended (ms), the one that shares are taken over: the first
+    /// persistent task to finish its jobs ends it, else the measured interval's end; and why
+    /// (`contended_end`). Set by the worlds that track shares as they run (the simulator's
+    /// closed and trace runs); absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contended_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contended_end: Option<String>,
 }
 
 /// An interval `[low, high]` as a list, like every other list of the summary (serde writes a
@@ -407,6 +415,9 @@ pub struct Summarizer {
     counted_switches: bool,
     counted_migrations: bool,
     batch_size: u64,
+    /// The first this many batches hold one job more (`in_batches`: jobs not divisible by
+    /// the batches).
+    batch_extra: u64,
     batch: Moments,
     batch_means: Vec<f64>,
     response_series: SeriesStats,
@@ -430,6 +441,15 @@ fn add_finite(m: &mut Moments, q: Option<&mut Quantiles>, x: f64) {
 }
 
 impl Summarizer {
+    /// `jobs` measured jobs in `batches` batch means (key `batches`), whose sizes differ by
+    /// one at most: jobs not divisible by the batches go one each to the first batches, so
+    /// that every job is in a batch and there are `batches` means.
+    pub fn in_batches(class_names: Vec<String>, batches: u64, jobs: u64) -> Summarizer {
+        let mut s = Summarizer::new(class_names, jobs.checked_div(batches).unwrap_or(0));
+        s.batch_extra = jobs.checked_rem(batches).unwrap_or(0);
+        s
+    }
+
     /// `class_names` indexed by `JobRow::class`; `batch_size` measured jobs per batch mean
     /// (0: none).
     pub fn new(class_names: Vec<String>, batch_size: u64) -> Summarizer {
@@ -450,6 +470,7 @@ impl Summarizer {
             counted_switches: false,
             counted_migrations: false,
             batch_size,
+            batch_extra: 0,
             batch: Moments::default(),
             batch_means: Vec::new(),
             response_series: SeriesStats::default(),
@@ -533,7 +554,8 @@ impl Summarizer {
         }
         if self.batch_size > 0 {
             self.batch.add(j.response);
-            if self.batch.n == self.batch_size {
+            let leading = (self.batch_means.len() as u64) < self.batch_extra;
+            if self.batch.n == self.batch_size + u64::from(leading) {
                 self.batch_means.push(self.batch.mean);
                 self.batch = Moments::default();
             }
@@ -758,7 +780,7 @@ impl Summarizer {
             warmup_time: c.measure_start,
             unfinished: c.unfinished,
             events: c.events,
-            // A last, partial batch (jobs not divisible by batches) is left out.
+            // A last, partial batch (a run cut short of its jobs by `time`) is left out.
             response_batch_means: std::mem::take(&mut self.batch_means),
             response_mean_ci: rmean.pair(),
             response_p50_ci: rq[0].pair(),
@@ -780,6 +802,8 @@ impl Summarizer {
             load_distribution: settled.load_distribution,
             time_to_balance: settled.time_to_balance,
             balanced_fraction: settled.balanced_fraction,
+            contended_ms: None,
+            contended_end: None,
         };
         (summary, classes, task_rows)
     }

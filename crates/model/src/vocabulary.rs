@@ -180,7 +180,7 @@ pub const KEYS: &[Key] = &[
     key("max_jobs", S::Experiment, F::Int, U::Count, "sim: cap of a run until precise, in measured jobs; default 100000000"),
     key("max_time", S::Experiment, F::Float, U::Time, "server and os: cap of a run until precise, in ms (required with precision there)"),
     key("warmup_time", S::Experiment, F::Float, U::Time, "jobs arriving before this time (ms) are discarded"),
-    key("batches", S::Experiment, F::Int, U::Count, "split the measured jobs into this many batches and report each batch's mean response (batch means)"),
+    key("batches", S::Experiment, F::Int, U::Count, "split the measured jobs into this many batches (sizes within one job of each other) and report each batch's mean response (batch means)"),
     key("threads", S::Experiment, F::Int, U::Count, "server: load generator threads; default 1"),
     key("connections", S::Experiment, F::Int, U::Count, "server, open loop: client connections at most; default 1000"),
     key("timeout", S::Experiment, F::Float, U::Time, "server: ms before a request counts as failed; default 30000"),

@@ -352,8 +352,8 @@ pub struct Config {
     pub keep_jobs: bool,
     pub keep_schedule: bool,
     pub load_sample: Option<f64>,
-    /// Batch means: measured jobs per batch (0: none).
-    pub batch_size: u64,
+    /// Batch means of the measured jobs (key `batches`; 0: none).
+    pub batches: u64,
     /// Offered load per CPU, where it is known in advance.
     pub offered_load: Option<f64>,
 }
@@ -594,7 +594,7 @@ impl SimSpec {
                 (Some(a), None) => Dist::parse("arrival", a)?,
                 (None, Some(load)) => {
                     if !(load > 0.0 && load.is_finite()) {
-                        return Err(err("load", load, "a number > 0"));
+                        return Err(err("load", load, "a finite number > 0"));
                     }
                     let mean = mean_size / (load * cpus as f64);
                     if !(mean > 0.0 && mean.is_finite()) {
@@ -720,10 +720,10 @@ impl SimSpec {
                 max_jobs: max.unwrap_or(DEFAULT_MAX_JOBS),
             }),
         };
-        let batch_size = match (self.batches, self.jobs) {
+        let batches = match (self.batches, self.jobs) {
             (None, _) => 0,
             (Some(0), _) => return Err(err("batches", 0, "a whole number >= 1")),
-            (Some(b), Some(j)) if u64::from(b) <= j => j.div_ceil(u64::from(b)),
+            (Some(b), Some(j)) if u64::from(b) <= j => u64::from(b),
             (Some(b), Some(j)) => {
                 return Err(err("batches", b, &format!("at most jobs ({j}) batches")))
             }
@@ -752,7 +752,7 @@ impl SimSpec {
             keep_jobs: self.keep_jobs.unwrap_or(false),
             keep_schedule: self.keep_schedule.unwrap_or(false),
             load_sample,
-            batch_size,
+            batches,
             offered_load,
         })
     }

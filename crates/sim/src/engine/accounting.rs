@@ -23,6 +23,10 @@ pub(super) struct Accounting {
     /// Entitled CPU time per persistent task, and the CPU time it received (closed runs).
     pub(super) shares: Option<Entitlement>,
     pub(super) service: Vec<f64>,
+    /// The contended interval's end, which shares are taken over: when the first persistent
+    /// task finished its jobs (that task), infinite while every one is still competing.
+    pub(super) share_end: f64,
+    pub(super) share_closed_by: Option<usize>,
     pub(super) table: Option<JobTable>,
     pub(super) schedule: Option<Vec<Segment>>,
     pub(super) series: Option<Vec<LoadSample>>,
@@ -43,7 +47,7 @@ impl Accounting {
             in_system_area: 0.0,
             measured_arrivals: 0,
             completed_in_window: 0,
-            summary: Summarizer::new(names, cfg.batch_size),
+            summary: Summarizer::in_batches(names, cfg.batches, cfg.jobs.unwrap_or(0)),
             shares: share_tasks.map(|n| {
                 let mut e = Entitlement::new(n, cfg.machine.cpus as f64);
                 // Nothing counts before the first measured arrival opens the window.
@@ -51,6 +55,8 @@ impl Accounting {
                 e
             }),
             service: vec![0.0; share_tasks.unwrap_or(0)],
+            share_end: f64::INFINITY,
+            share_closed_by: None,
             // Room for the measured jobs when their number is known, up to a million (the
             // columns would otherwise be copied at each doubling); longer runs grow.
             table: cfg
@@ -69,9 +75,10 @@ impl Accounting {
         (b.min(self.measure_end) - a.max(self.measure_start)).max(0.0)
     }
 
-    /// A task ran over [start, end].
+    /// A task ran over [start, end]: the part inside the contended interval counts.
     pub(super) fn served(&mut self, task: usize, start: f64, end: f64) {
         if self.shares.is_some() && task < self.service.len() {
+            let end = end.min(self.share_end);
             self.service[task] += self.clip(start, end);
         }
     }
@@ -80,8 +87,14 @@ impl Accounting {
     /// runqueue, or the run ended). A fluid serves at rates that change, so what it served
     /// before the measured interval opened is taken off when it opens (`start_measuring`);
     /// nothing is credited before then, and nothing is served after the interval's end.
+    /// Once the contended interval has ended, nothing more is credited (`close_shares`
+    /// credited what the fluid jobs had received by then).
     pub(super) fn served_fluid(&mut self, task: usize, served: f64) {
-        if self.shares.is_some() && task < self.service.len() && self.measure_start.is_finite() {
+        if self.shares.is_some()
+            && task < self.service.len()
+            && self.measure_start.is_finite()
+            && self.share_end == f64::INFINITY
+        {
             self.service[task] += served;
         }
     }
@@ -99,6 +112,13 @@ impl Engine<'_> {
         for rq in &mut self.rqs {
             rq.hist_at = now;
         }
+        // A contended interval that ended in the warm-up leaves no interval to share.
+        if self.acct.share_end.is_finite() {
+            if let Some(s) = &mut self.acct.shares {
+                s.set_window(now, now);
+            }
+            return;
+        }
         let end = self.acct.measure_end;
         if let Some(s) = &mut self.acct.shares {
             s.set_window(now, end);
@@ -114,6 +134,35 @@ impl Engine<'_> {
                 let before = rq.policy.fluid().expect("fluid").attained(JobId(i as u32));
                 self.acct.service[j.task as usize] -= before;
             }
+        }
+    }
+
+    /// Persistent task `task` finished its jobs: if it is the first, the contended interval
+    /// ends now (the trap of a share measured after competitors left: study 004's lottery
+    /// tests). The entitlement stops counting; a fluid job's service so far is credited now,
+    /// as a run's end credits it, and nothing after.
+    pub(super) fn close_shares(&mut self, task: usize) {
+        if self.acct.shares.is_none() || self.acct.share_closed_by.is_some() {
+            return;
+        }
+        let now = self.now;
+        self.acct.share_closed_by = Some(task);
+        if self.fluid && self.acct.measure_start.is_finite() {
+            for i in 0..self.jobs.len() {
+                let j = &self.jobs[i];
+                let rq = &mut self.rqs[j.rq as usize];
+                if !(j.alive && j.queued && rq.fluid) || j.task as usize >= self.acct.service.len()
+                {
+                    continue;
+                }
+                let attained = rq.policy.fluid().expect("fluid").attained(JobId(i as u32));
+                self.acct.service[j.task as usize] += attained;
+            }
+        }
+        self.acct.share_end = now;
+        let start = self.acct.measure_start;
+        if let Some(s) = &mut self.acct.shares {
+            s.set_window(start, now.min(self.acct.measure_end));
         }
     }
 

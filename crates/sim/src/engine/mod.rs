@@ -325,7 +325,7 @@ fn pilot_warmup(cfg: &Config) -> Result<u64, SpecError> {
         pilot.keep_jobs = true;
         pilot.keep_schedule = false;
         pilot.load_sample = None;
-        pilot.batch_size = 0;
+        pilot.batches = 0;
         let out = run_with_warmup(&pilot, 0)?;
         let table = out.jobs.expect("pilot keeps its jobs");
         let mut by_arrival = vec![f64::NAN; n as usize];

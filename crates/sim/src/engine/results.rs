@@ -46,10 +46,14 @@ impl Engine<'_> {
             let cpu = &self.cpus[c];
             if let Some(id) = cpu.job {
                 let ran = (end - cpu.run_start).clamp(0.0, cpu.run_len);
+                let start = cpu.run_start;
                 self.acct.overhead += cpu.run_start.min(end) - cpu.dispatched;
                 let j = &mut self.jobs[id.index()];
                 j.view.attained += ran;
                 j.view.remaining -= ran;
+                // The run in progress counts in its task's CPU time, as an ended one does.
+                let task = j.task as usize;
+                self.acct.served(task, start, start + ran);
             }
             if !self.cpus[c].busy_since.is_nan() {
                 self.close_busy(c);
@@ -102,14 +106,27 @@ impl Engine<'_> {
             warmup_jobs: self.warmup,
             unfinished,
             events: Some(a.events),
-            batch_size: self.cfg.batch_size,
+            batch_size: 0, // the summarizer has its batches (`Summarizer::in_batches`)
             arrivals_in_window: Some(a.measured_arrivals),
             completions_in_window: Some(a.completed_in_window),
             in_system_area: Some(a.in_system_area),
             precision: self.cfg.precision.map(|p| p.target),
             load_samples: self.load_samples(end),
         };
-        let (summary, classes, tasks) = self.acct.summary.finish(&counters, &tasks);
+        let contended = a.shares.is_some().then(|| {
+            let why = match a.share_closed_by {
+                Some(task) => format!("task {task} finished its jobs"),
+                // The os world's words for the same ends.
+                None if a.measure_end.is_finite() => "time limit".into(),
+                None => "end of run".into(),
+            };
+            (a.share_end.min(window_end), why)
+        });
+        let (mut summary, classes, tasks) = self.acct.summary.finish(&counters, &tasks);
+        if let Some((at, why)) = contended {
+            summary.contended_ms = Some(at);
+            summary.contended_end = Some(why);
+        }
         Output {
             summary,
             classes,

@@ -385,6 +385,8 @@ impl Engine<'_> {
                 self.release_task(task);
                 self.free_tasks.push(task as u32);
             }
+            // A closed client with no next job has finished its jobs.
+            None if closed => self.close_shares(task),
             None => {}
         }
     }
