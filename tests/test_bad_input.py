@@ -3,10 +3,11 @@ traceback, nothing written, and before any work starts."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
-from conftest import SCHEDLAB, cli_env
+from conftest import ROOT, SCHEDLAB, cli_env
 
 # (arguments, the key the message must name). Each must fail at once: the timeout is short.
 BAD = [
@@ -289,7 +290,17 @@ def test_the_python_api_names_the_key_of_a_value_of_the_wrong_type():
                        (lambda: schedlab.simulate("rr", params=5, load=0.5, jobs=10),
                         "params = 5: expected a table of the policy's parameters"),
                        (lambda: schedlab.simulate("mlfq", quanta=[1, "a"], load=0.5, jobs=10),
-                        "quanta = [1, 'a']: expected a number, a list of numbers")):
+                        "quanta = [1, 'a']: expected a number, a list of numbers"),
+                       # A list shown as a list ("quantum = 1: expected a number > 0" before).
+                       (lambda: schedlab.simulate("rr", quantum=[1], load=0.5, jobs=10),
+                        "quantum = [1]: expected a number > 0"),
+                       (lambda: schedlab.simulate("rr", replications="2", load=0.5, jobs=10),
+                        'replications = "2": expected a whole number'),
+                       # pyo3's "expected int too big to convert" before.
+                       (lambda: schedlab.simulate("fcfs", seed=2**70, load=0.5, jobs=10),
+                        "seed = 1180591620717411303424: expected a smaller whole number"),
+                       (lambda: schedlab.simulate("fcfs", load=float("inf"), jobs=10),
+                        "load = inf: expected a finite number > 0")):
         with pytest.raises(schedlab.SpecError) as e:
             call()
         assert str(e.value).startswith(text), str(e.value)
@@ -392,3 +403,65 @@ def test_a_key_refused_for_the_machine_it_is_given_with_names_its_value(args, me
     out = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--jobs", "10", *args],
                          capture_output=True, text=True, timeout=30, env=cli_env())
     assert out.returncode == 2 and message in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("column, policy, rows, needle", [
+    # A lottery of no tickets panicked in the policy; a negative weight panicked in EEVDF's
+    # lag bounds; zero weights gave GPS responses shorter than the jobs' sizes.
+    ("tickets", "lottery", ["1,2,-1"], "a number > 0 in column tickets at line 2, not '-1'"),
+    ("tickets", "stride", ["1,2,1", "2,1,0"], "a number > 0 in column tickets at line 3"),
+    ("weight", "eevdf", ["1,2,-1", "1.5,3,1"], "a number > 0 in column weight at line 2"),
+    ("weight", "gps", ["1,2,0", "1.5,1,0"], "a number > 0 in column weight at line 2"),
+    ("deadline", "edf", ["1,2,-5"], "a number > 0 in column deadline at line 2"),
+    # A task number of 99,999,999,999 asked for a slot per task up to it (34 GB): aborted.
+    ("task", "cfs", ["1,2,0", "2,1,99999999999"], "a whole task number from 0 to 4194304 at "
+                                                    "line 3"),
+    ("task", "cfs", ["1,2,-1"], "a whole task number from 0 to 4194304 at line 2, not '-1'"),
+    ("task", "cfs", ["1,2,1.5"], "a whole task number from 0 to 4194304 at line 2"),
+])
+def test_a_traces_column_values_are_checked_as_a_class_keys_are(tmp_path, column, policy, rows,
+                                                                  needle):
+    import schedlab
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("\n".join([f"arrival,size,{column}", *rows]) + "\n")
+    err = _refused(["sim", "--trace", str(trace), "--policy", policy], tmp_path, "trace")
+    assert needle in err, err
+    with pytest.raises(schedlab.SpecError, match=re.escape(needle)):
+        schedlab.simulate(policy, trace=str(trace))
+
+
+def test_a_closed_traces_task_number_is_bounded(tmp_path):
+    trace = tmp_path / "c.csv"
+    trace.write_text("task,think,size\n0,1,1\n99999999999,1,1\n")
+    err = _refused(["sim", "--trace", str(trace), "--policy", "rr"], tmp_path, "trace")
+    assert "a whole task number from 0 to 4194304 at line 3" in err, err
+
+
+def test_an_experiments_output_and_workers_are_checked_before_anything_is_written(tmp_path):
+    import schedlab
+
+    exp = str(ROOT / "experiments" / "rr-ps-fcfs" / "experiment.toml")
+    # A TypeError and a comparison of str with int before.
+    for kwargs, text in ((dict(out=5), "out = 5: expected a directory's path"),
+                         (dict(out=tmp_path / "o", workers="2"),
+                          'workers = "2": expected a number of workers, a whole number >= 1'),
+                         (dict(out=tmp_path / "o", workers=0), "workers = 0: expected")):
+        with pytest.raises(schedlab.SpecError) as e:
+            schedlab.run(exp, quick=True, **kwargs)
+        assert str(e.value).startswith(text), str(e.value)
+    # `--out ""` and `--out .` wrote .lock, manifest.json and runs/ among the user's files.
+    (tmp_path / "mine.txt").write_text("mine")
+    assert 'out = "": expected a directory\'s path' in _refused(
+        ["run", exp, "--quick", "--out", ""], tmp_path, "out")
+    assert "a new or empty directory, or a results directory to resume" in _refused(
+        ["run", exp, "--quick", "--out", "."], tmp_path, "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
+
+
+def test_an_experiment_file_given_as_a_runs_spec_says_where_it_goes(tmp_path):
+    exp = str(ROOT / "experiments" / "rr-ps-fcfs" / "experiment.toml")
+    # It was a line of 3,000 characters: the [experiment] table refused as an unknown key.
+    for command in ("sim", "os"):
+        err = _refused([command, "--spec", exp], tmp_path, "spec")
+        assert err.endswith("runs with `schedlab run FILE`") and len(err) < 300, err

@@ -22,7 +22,12 @@ from schedlab.vocabulary import (
 
 
 class Parser(argparse.ArgumentParser):
-    """Errors in one line, exit code 2."""
+    """Errors in one line, exit code 2. No abbreviated flags: `--batch 5` (a workload key
+    with no flag) must not silently become `--batches 5`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message}", file=sys.stderr)
@@ -200,6 +205,11 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     override them, as every flag overrides the file's key. In each, a parameter given two
     ways with two values is refused, as in Python (`flat_spec`)."""
     spec: dict[str, Any] = load_toml(args.spec) if getattr(args, "spec", None) else {}
+    if "experiment" in spec or "workload" in spec:
+        # An experiment file: its tables would each be refused as an unknown key, at length.
+        raise spec_error("spec", args.spec, "a flat file of one run's keys (load = 0.9, ...); "
+                         "an experiment file, with [experiment] and [workload] tables, runs "
+                         "with `schedlab run FILE`")
     in_file = Params()
     params = spec.pop("params", None) or {}
     if not isinstance(params, dict):

@@ -196,7 +196,8 @@ def replication_count(value: Any, key: str = "replications") -> int:
     """A count of replications or workers: a whole number, 1 to MAX_REPLICATIONS."""
     if isinstance(value, bool) or not isinstance(value, int) or not \
             1 <= value <= MAX_REPLICATIONS:
-        raise spec_error(key, value, f"a whole number, at least 1 and at most {MAX_REPLICATIONS:,}")
+        raise spec_error(key, quoted(value),
+                         f"a whole number, at least 1 and at most {MAX_REPLICATIONS:,}")
     return value
 
 
@@ -416,35 +417,46 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
 def parse_policies(text: str) -> list[tuple[str, dict[str, Any]]]:
     """Policies written on one line, as `--policy` takes them: `fcfs,srpt,rr:quantum=5`, a
     parameter after a colon (several: `mlfq:levels=3:boost_period=100`); a list value goes
-    on after commas (`mlfq:quanta=1,2,4,rr`: numbers continue the value before them).
+    on after commas (`mlfq:quanta=1,2,4,rr`: numbers continue the value before them), and
+    more parameters may follow it (`mlfq:quanta=1,2,4:boost_period=100`).
     Returns (canonical name, parameters) pairs; unknown names and parameters are refused."""
     out: list[tuple[str, dict[str, Any]]] = []
     last: str | None = None
     for piece in (p.strip() for p in text.split(",")):
-        if last is not None and _is_number_text(piece):
+        head, *rest = piece.split(":")
+        if last is not None and _is_number_text(head):
+            # A list value goes on (`quanta=1,2,4`), and may be followed by more parameters
+            # of the same policy (`quanta=1,2,4:boost_period=100`).
             name, params = out[-1]
             before = params[last]
             params[last] = [*(before if isinstance(before, list) else [before]),
-                            param_value(last, piece)]
+                            param_value(last, head)]
+            last = _policy_params(find_policy(name), piece, rest, params) or last
             continue
         if not piece:
             raise spec_error("policy", text, "policy names separated by commas, e.g. "
                              "fcfs,srpt,rr:quantum=5")
-        head, *rest = piece.split(":")
         info = find_policy(head)
-        names = {q["name"] for q in info["params"]}
-        params: dict[str, Any] = {}
-        last = None
-        for item in rest:
-            key, sep, value = item.partition("=")
-            if not sep or key not in names:
-                allowed = ", ".join(sorted(names)) or "none"
-                raise spec_error("policy", piece, f"NAME:PARAM=VALUE with PARAM a parameter of "
-                                 f"{info['name']} ({allowed})")
-            params[key] = param_value(key, value)
-            last = key
+        params = {}
+        last = _policy_params(info, piece, rest, params)
         out.append((info["name"], params))
     return out
+
+
+def _policy_params(info: dict[str, Any], piece: str, items: list[str],
+                   params: dict[str, Any]) -> str | None:
+    """Adds `PARAM=VALUE` items to `params`; returns the last parameter given (None: none)."""
+    names = {q["name"] for q in info["params"]}
+    last = None
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in names:
+            allowed = ", ".join(sorted(names)) or "none"
+            raise spec_error("policy", piece, f"NAME:PARAM=VALUE with PARAM a parameter of "
+                             f"{info['name']} ({allowed})")
+        params[key] = param_value(key, value)
+        last = key
+    return last
 
 
 def _is_number_text(text: str) -> bool:

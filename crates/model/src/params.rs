@@ -146,11 +146,13 @@ impl Params {
                 return Err(SpecError::new(key.clone(), value.written(), allowed));
             };
             if !p.kind.accepts(value) {
-                return Err(SpecError::new(
-                    key.clone(),
-                    value.written(),
-                    p.kind.describe(),
-                ));
+                // A list as a list: `quantum = [1]` read as `quantum = 1` beside "expected a
+                // number > 0" contradicted itself.
+                let shown = match value {
+                    ParamValue::List(_) => format!("[{}]", value.written().replace(',', ", ")),
+                    _ => value.written(),
+                };
+                return Err(SpecError::new(key.clone(), shown, p.kind.describe()));
             }
         }
         Ok(())

@@ -47,7 +47,10 @@ pub(crate) fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult
             _ => path.clone(),
         };
         let value = given_value(spec, &key);
-        let overflow = inner.contains("out of range") || inner.contains("too large");
+        // pyo3's "int too big to convert" (a Python int past 64 bits) included.
+        let overflow = inner.contains("out of range")
+            || inner.contains("too large")
+            || inner.contains("too big");
         let allowed = if unknown {
             match inner.split_once(", expected ") {
                 Some((_, keys)) => format!("a key of this table ({})", keys.replace('`', "")),

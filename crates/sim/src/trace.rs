@@ -20,6 +20,19 @@ pub const COLUMNS: &[&str] = &[
     "arrival", "size", "class", "priority", "tickets", "weight", "deadline", "task",
 ];
 pub const CLOSED_COLUMNS: &[&str] = &["task", "think", "size", "class"];
+/// The largest task number a trace may give (Linux's largest pid): the engine keeps a slot
+/// for every task up to the largest number.
+pub const MAX_TASK: f64 = 4_194_304.0;
+
+/// A task number: whole, from 0 to `MAX_TASK`.
+fn task_number(t: f64, line: usize) -> Result<u32, String> {
+    if t.fract() != 0.0 || !(0.0..=MAX_TASK).contains(&t) {
+        return Err(format!(
+            "a whole task number from 0 to {MAX_TASK} at line {line}, not '{t}'"
+        ));
+    }
+    Ok(t as u32)
+}
 
 /// One request of a closed trace's task: the think before it, and its size.
 #[derive(Clone, Copy, Debug)]
@@ -116,11 +129,7 @@ pub fn read_closed(path: &str, classes: &[&str]) -> Result<Vec<ScriptTask>, Spec
                     ))
                 })
         };
-        let task = num("task")?;
-        if task.fract() != 0.0 || task > u32::MAX as f64 {
-            return Err(fail(format!("a whole task number at line {line}")));
-        }
-        let task = task as usize;
+        let task = task_number(num("task")?, line).map_err(fail)? as usize;
         let class = class_of(col("class").and_then(|i| rec.get(i)), classes, line).map_err(fail)?;
         let row = ScriptRow {
             think: num("think")?,
@@ -203,15 +212,27 @@ pub fn read(path: &str, classes: &[&str]) -> Result<Vec<TraceRow>, SpecError> {
         }
         last = arrival;
         let class = class_of(col("class").and_then(|i| rec.get(i)), classes, line).map_err(fail)?;
+        // As a class's keys: tickets, weights and deadlines above 0.
+        let positive = |name: &str| -> Result<Option<f64>, SpecError> {
+            match num(name)? {
+                Some(x) if x <= 0.0 => Err(fail(format!(
+                    "a number > 0 in column {name} at line {line}, not '{x}'"
+                ))),
+                v => Ok(v),
+            }
+        };
         rows.push(TraceRow {
             arrival,
             size,
             class,
             priority: num("priority")?,
-            tickets: num("tickets")?,
-            weight: num("weight")?,
-            deadline: num("deadline")?,
-            task: num("task")?.map(|t| t as u32),
+            tickets: positive("tickets")?,
+            weight: positive("weight")?,
+            deadline: positive("deadline")?,
+            task: num("task")?
+                .map(|t| task_number(t, line))
+                .transpose()
+                .map_err(fail)?,
         });
     }
     if rows.is_empty() {
