@@ -361,3 +361,13 @@ def test_serve_and_load_take_their_specs_keys_on_every_surface():
     # The keys a world reads are the world's: the server's CPUs and log, the load's time.
     assert {"cpus", "server_log", "time", "keep_alive", "hdr_log"} <= set(KEYS)
     assert "workers" not in {k for k, _ in core.SERVE_KEYS}
+
+
+def test_an_abbreviated_flag_is_not_taken_for_a_longer_one():
+    # `batch` is a workload key with no flag: argparse took `--batch 5` for `--batches 5` (batch
+    # means) and ran, exit 0, where a batch of processes was meant.
+    out = schedlab("sim", "--load", "0.5", "--jobs", "100", "--batch", "5")
+    assert out.returncode == 2, out.stdout
+    assert out.stderr.strip() == "schedlab: error: unrecognized arguments: --batch 5"
+    out = schedlab("serve", "--root", ".", "--cpu", "2")  # --cpus
+    assert out.returncode == 2 and "unrecognized arguments: --cpu 2" in out.stderr

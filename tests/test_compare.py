@@ -141,7 +141,10 @@ def test_policy_lists_parse_parameters_and_lists():
                                                          ("rr", {"quantum": 5.0})]
     assert policies.parse("mlfq:quanta=1,2,4,rr") == [("mlfq", {"quanta": [1.0, 2.0, 4.0]}),
                                                       ("rr", {})]
-    for bad in ("fcfs,,srpt", "rr:colour=5", "nosuch", "rr:quantum"):
+    # A list followed by another parameter (it was read as a policy named "4").
+    assert policies.parse("fcfs,mlfq:quanta=1,2,4:boost_period=100,rr") == [
+        ("fcfs", {}), ("mlfq", {"quanta": [1.0, 2.0, 4.0], "boost_period": 100.0}), ("rr", {})]
+    for bad in ("fcfs,,srpt", "rr:colour=5", "nosuch", "rr:quantum", "mlfq:quanta=1,2:bogus=1"):
         with pytest.raises(schedlab.SpecError, match="policy"):
             policies.parse(bad)
     with pytest.raises(schedlab.SpecError, match="each policy once"):
@@ -157,3 +160,21 @@ def test_a_comparison_shows_itself_in_a_notebook(four):
     fcfs = four.rows()[0]
     assert f"{fcfs['response_mean']:.4g} [{fcfs['response_mean_ci_low']:.4g}, " in html
     assert "RR quantum=5" in html and repr(four).startswith("Comparison(FCFS, SRPT, PS")
+
+
+def test_the_comparison_table_keeps_every_digit_of_long_labels_and_intervals():
+    # At a fixed 150 columns rich cut cells short: "21.21 [16.64, 25.7…", and the label of an
+    # MLFQ with two parameters. Every row's cells must come out whole, on one line each.
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs,mlfq:quanta=1,2,4:boost_period=100",
+                          "--load", "0.8", "--jobs", "5000", "--json"], capture_output=True,
+                         text=True, timeout=120, env=cli_env())
+    rows = {r["policy"]: r for r in json.loads(out.stdout)["rows"]}
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs,mlfq:quanta=1,2,4:boost_period=100",
+                          "--load", "0.8", "--jobs", "5000"], capture_output=True, text=True,
+                         timeout=120, env={**cli_env(), "COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    assert "…" not in out.stdout, out.stdout
+    mlfq = next(line for line in out.stdout.splitlines() if line.strip().startswith("MLFQ"))
+    assert "boost_period=100" in mlfq
+    high = rows[next(k for k in rows if k.startswith("MLFQ"))]["response_p99_ci_high"]
+    assert f"{high:.4g}]" in mlfq, mlfq

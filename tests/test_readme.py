@@ -100,3 +100,22 @@ def test_the_quick_start_gives_every_figure_its_interval_and_theory(capsys, monk
     # The interval over 3 replications of 100k jobs holds the theory's mean (fixed seeds).
     mean, low, high = (float(v) for v in re.findall(r"[\d.]+", fcfs[0])[:3])
     assert low <= mean <= high and low <= 210.0 <= high
+
+
+def test_the_readmes_experiment_file_is_the_shipped_one():
+    """The tour's TOML says it is experiments/rr-ps-fcfs/experiment.toml without some tables:
+    each key it gives is the file's, with the file's value (it had drifted: other quanta, no
+    PS, a warm-up the file does not use). `world` is given where the file takes the default."""
+    import tomllib
+
+    block = re.search(r"\*\*Experiment file\.\*\*.*?```toml\n(.*?)```", README, re.S).group(1)
+    shown = tomllib.loads(block)
+    shipped = tomllib.loads((ROOT / "experiments/rr-ps-fcfs/experiment.toml").read_text())
+    assert shown["experiment"].pop("world") == "sim" and "world" not in shipped["experiment"]
+    for section, table in shown.items():
+        if isinstance(table, list):
+            assert table == shipped[section], section
+            continue
+        for key, value in table.items():
+            assert shipped[section][key] == value, f"{section}.{key}"
+    assert set(shipped) - set(shown) == {"report", "quick"}

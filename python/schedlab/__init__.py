@@ -40,7 +40,15 @@ _LAZY = {"simulate": "schedlab.api", "validate": "schedlab.api", "run": "schedla
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
-        raise AttributeError(f"module 'schedlab' has no attribute {name!r}")
+        # Every submodule the docs name (`schedlab.trace.write_trace`, `schedlab.stats`...)
+        # works after `import schedlab` alone, as a package's attributes would.
+        from importlib.util import find_spec
+
+        if name.startswith("_") or find_spec(f"schedlab.{name}") is None:
+            raise AttributeError(f"module 'schedlab' has no attribute {name!r}")
+        value = import_module(f"schedlab.{name}")
+        globals()[name] = value
+        return value
     source = _LAZY[name]
     value = import_module(f"schedlab.{name}") if source is None else \
         getattr(import_module(source), name)

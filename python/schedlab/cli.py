@@ -270,8 +270,11 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
     for row in rows:
         table.add_row(*row)
     # One line per policy, whatever the terminal: a narrow one wraps lines instead of rich
-    # cutting numbers short.
-    console = Console(width=max(Console().width, 150))
+    # cutting numbers short, and the table is as wide as its widest cells need (long labels
+    # and intervals lost their last digits to "…" at a fixed 150 columns).
+    wide = Console(width=100_000)
+    needed = wide.measure(table).maximum
+    console = Console(width=max(Console().width, 150, needed))
     console.print(table)
     console.print(f"The same arrivals and sizes for every policy (seed {c.seed}: common random "
                   f"numbers), measured on the same jobs ({c.warmup_text()}). 95% intervals: "
