@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -371,3 +372,17 @@ def test_an_abbreviated_flag_is_not_taken_for_a_longer_one():
     assert out.stderr.strip() == "schedlab: error: unrecognized arguments: --batch 5"
     out = schedlab("serve", "--root", ".", "--cpu", "2")  # --cpus
     assert out.returncode == 2 and "unrecognized arguments: --cpu 2" in out.stderr
+
+
+def test_every_submodule_the_docs_name_works_after_import_schedlab_alone():
+    # `schedlab.trace.write_trace` (docs/simulator.md) raised AttributeError after `import
+    # schedlab`: only `theory` and `policies` were loaded on use.
+    code = ("import schedlab\n"
+            "print(callable(schedlab.trace.write_trace), callable(schedlab.stats.t_interval),"
+            " callable(schedlab.results.summarize), callable(schedlab.compare.compare))\n"
+            "try:\n    schedlab.no_such_thing\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=cli_env())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["True True True True",
+                                       "module 'schedlab' has no attribute 'no_such_thing'"]

@@ -6,13 +6,14 @@ simulator's own streaming summary equals `summarize` of its per-job table."""
 from __future__ import annotations
 
 import math
+import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
 import schedlab
 import schedlab._core as _core
-from conftest import unitless
+from conftest import SCHEDLAB, cli_env, unitless
 from schedlab import results, server, theory
 from schedlab.osrun import build as os_build
 from schedlab.vocabulary import summary_units
@@ -378,3 +379,35 @@ def test_batches_give_as_many_means_and_every_job_is_in_one(jobs, batches):
     want = [response[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     assert means == pytest.approx(want, rel=1e-12)
     assert bounds[-1] == jobs == r.summary["jobs"]
+
+
+def test_a_mean_slowdown_that_is_infinite_in_theory_is_said_to_be():
+    """E[T/S] under FCFS is 1 + E[W] E[1/S] (a job's wait does not depend on its size): with
+    exp sizes E[1/S] is infinite, and a run's mean slowdown only grows with its length. With
+    erlang:3,1 sizes E[1/S] = 3/2 and at load 0.5 E[W] = lambda E[S^2] / (2 (1 - rho)) =
+    0.5 x 4/3 / 1 = 2/3: the mean slowdown is 2, which the simulator gives."""
+    from schedlab.summary_rows import slowdown_warning
+
+    r = schedlab.simulate("fcfs", load=0.5, size="erlang:3,1", jobs=400_000, seed=2,
+                          keep_jobs=False)
+    low, high = r.summary["slowdown_mean_ci"]
+    assert low <= 2.0 <= high and high - low < 0.05, (low, high)
+    assert slowdown_warning({"policy": "fcfs", "size": "erlang:3,1"}) is None
+    for spec in ({"policy": "fcfs"}, {"policy": "fcfs", "size": "exp:1"},
+                 {"policy": "rr", "params": {"quantum": 1}, "size": "hyperexp:1,3"},
+                 {"policy": "sff", "classes": [{"size": "det:1"}, {"size": "uniform:0,2"}]},
+                 {"policy": "lcfs", "params": {"preemptive": False}, "size": "erlang:1,2"}):
+        assert "infinite in theory" in slowdown_warning(spec), spec
+    # Policies that serve a short job at once or at a share of a CPU: finite.
+    for policy in ("ps", "gps", "srpt", "psjf", "fb"):
+        assert slowdown_warning({"policy": policy, "size": "exp:1"}) is None, policy
+    assert slowdown_warning({"policy": "lcfs"}) is None  # preemptive by default
+    assert slowdown_warning({"policy": "lcfs", "params": {"preemptive": "true"}}) is None
+    assert slowdown_warning({"policy": "fcfs", "trace": "t.csv"}) is None
+    out = subprocess.run([SCHEDLAB, "sim", "--load", "0.8", "--jobs", "2000"], capture_output=True,
+                         text=True, timeout=60, env=cli_env())
+    assert "WARNING: the mean slowdown is infinite in theory (fcfs" in " ".join(out.stdout.split())
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs,srpt", "--load", "0.8", "--jobs",
+                          "2000"], capture_output=True, text=True, timeout=60, env=cli_env())
+    text = " ".join(out.stdout.split())
+    assert "FCFS: WARNING: the mean slowdown is infinite" in text and "SRPT: WARNING" not in text

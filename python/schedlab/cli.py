@@ -22,6 +22,7 @@ from schedlab.clikit import (
     class_arg,
     spec_from_args,
 )
+from schedlab.summary_rows import slowdown_warning
 from schedlab.vocabulary import (
     KEYS,
     find_policy,
@@ -58,9 +59,10 @@ def summary_table(title: str, s: dict[str, Any]) -> Any:
     return table
 
 
-def run_notes(s: dict[str, Any]) -> list[str]:
+def run_notes(s: dict[str, Any], spec: dict[str, Any] | None = None) -> list[str]:
     """What a reader must know about a run's numbers: its warm-up, how its intervals were
-    obtained, and whether it reached the precision asked for (a warning when not)."""
+    obtained, whether it reached the precision asked for (a warning when not), and, given
+    the run's spec, whether its mean slowdown is infinite in theory (a warning)."""
     from schedlab.summary_rows import UNTRUSTED_MARK
 
     notes = [f"warm-up: {s.get('warmup_jobs', 0)} jobs, measured from "
@@ -76,6 +78,8 @@ def run_notes(s: dict[str, Any]) -> list[str]:
         notes.append(f"WARNING: precision {s['precision']:g} not reached "
                      f"({s.get('response_mean_precision', float('nan')):.2%} at the cap); "
                      f"raise {'max_jobs' if s.get('world', 'sim') == 'sim' else 'max_time'}")
+    if spec is not None and (warning := slowdown_warning(spec)):
+        notes.append(warning)
     return notes
 
 
@@ -154,7 +158,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         if args.json:
             print(dumps(_with_classes(with_units(s), classes)))
         else:
-            _print_sim_summary(_sim_title(s), s, run_notes(s), classes)
+            _print_sim_summary(_sim_title(s), s, run_notes(s, spec), classes)
         return 0
     from schedlab.results import write_table
 
@@ -174,7 +178,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
                                   result.classes.to_dict("records"))))
         return 0
     s = result.summary
-    _print_sim_summary(_sim_title(s), s, run_notes(s), result.classes.to_dict("records"))
+    _print_sim_summary(_sim_title(s), s, run_notes(s, spec), result.classes.to_dict("records"))
     return 0
 
 
@@ -225,6 +229,7 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
              f"95% intervals: Student t across the {replications} replications"]
     for i, r in enumerate(runs):
         notes += [f"replication {i}: {n}" for n in run_notes(r) if n.startswith("WARNING")]
+    notes += [n for n in [slowdown_warning(spec)] if n]
     if len(classes) > 1:
         notes.append("by class: counts added up, every other number averaged over the "
                      "replications (no interval)")
@@ -285,9 +290,9 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
         console.print(f"{', '.join(doubtful)}: runs too short to find uncorrelated "
                       "batches: their intervals are NOT to be trusted (more jobs, or "
                       "--replications)", style="bold red")
-    for name, r in zip(c.labels, c.results, strict=True):
+    for name, r, one in zip(c.labels, c.results, c.specs, strict=True):
         runs = r.runs if replications > 1 else [r]
-        for note in {n for run in runs for n in run_notes(run.summary) if "WARNING" in n}:
+        for note in {n for run in runs for n in run_notes(run.summary, one) if "WARNING" in n}:
             console.print(f"{name}: {note}", style="bold red")
     return 0
 

@@ -131,3 +131,48 @@ def class_rows(classes: list[dict[str, Any]] | None) -> tuple[list[str], list[li
     rows = [[str(r["class"]), number_text(r["jobs"])] + [number_text(r[k]) for k in keys]
             for r in classes]
     return header, rows
+
+
+# Policies under which a short job's response shrinks with its size (served at once, or at a
+# share of a CPU): their mean slowdown stays finite whatever the sizes near 0.
+SLOWDOWN_FINITE = frozenset({"ps", "gps", "srpt", "psjf", "fb"})
+
+
+def _near_zero(text: str) -> bool:
+    """Sizes with a positive density at 0, where E[1/S] is infinite: exp, hyperexp, erlang
+    with one phase, uniform from 0."""
+    from schedlab import _core
+
+    d = _core.parse_dist(text, "size")
+    name, p = d["name"], d["params"]
+    return (name in ("exp", "hyperexp") or (name == "uniform" and p[0] == 0.0)
+            or (name == "erlang" and p[0] == 1.0))
+
+
+def slowdown_warning(spec: dict[str, Any], policy: str | None = None,
+                     params: dict[str, Any] | None = None) -> str | None:
+    """A warning when a run's mean slowdown is infinite in theory, None otherwise. The mean
+    slowdown is E[T(S)/S]: where sizes have a positive density at 0 (E[1/S] infinite) and the
+    policy makes a job wait whatever its size (FCFS, SJF, RR with a quantum, priorities...),
+    it diverges, and a run's sample mean, its interval and Jain's index over slowdowns do not
+    settle as the run grows (FCFS at load 0.8, exp:1 sizes: 42 [35, 85] over 1e5 jobs, 154
+    [58, 647] over 1e6). `policy`, `params`: one policy of a comparison (else the spec's)."""
+    from schedlab.vocabulary import find_policy, param_defaults, param_value
+
+    if spec.get("trace"):
+        return None
+    name = find_policy(str(policy or spec.get("policy") or "fcfs").split(":")[0])["name"]
+    given = {**param_defaults(name), **(spec.get("params") or {}), **(params or {})}
+    if "preemptive" in spec and "preemptive" not in (params or {}):
+        given["preemptive"] = spec["preemptive"]
+    preemptive = param_value("preemptive", given.get("preemptive", False)) is True
+    if name in SLOWDOWN_FINITE or (name == "lcfs" and preemptive):
+        return None
+    sizes = [c.get("size") or spec.get("size") or "exp:1" for c in spec.get("classes") or [{}]]
+    near = [s for s in dict.fromkeys(map(str, sizes)) if _near_zero(s)]
+    if not near:
+        return None
+    return (f"WARNING: the mean slowdown is infinite in theory ({name} makes a short job wait, "
+            f"and sizes {', '.join(near)} have E[1/S] = inf): its value, its interval and "
+            "Jain's index over slowdowns do not settle as the run grows; read slowdown_p99, or "
+            "use sizes bounded away from 0")
