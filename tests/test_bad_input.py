@@ -465,3 +465,32 @@ def test_an_experiment_file_given_as_a_runs_spec_says_where_it_goes(tmp_path):
     for command in ("sim", "os"):
         err = _refused([command, "--spec", exp], tmp_path, "spec")
         assert err.endswith("runs with `schedlab run FILE`") and len(err) < 300, err
+
+
+@pytest.mark.parametrize("change, text", [
+    # pydantic's own words before: "a valid dictionary or instance of World_sim".
+    (lambda d: d.update(worlds={"sim": 5}), "worlds.sim = 5: expected a table"),
+    (lambda d: d["workload"].update(classes=[5]), "workload.classes[0] = 5: expected a table"),
+    # A union said one member: "a valid boolean, unable to interpret input".
+    (lambda d: d["experiment"].update(keep_jobs="sometimes"),
+     "experiment.keep_jobs = \"sometimes\": expected true or false, or 'first'"),
+    # An empty label was taken (a policy without a name in every table and plot).
+    (lambda d: d["policy"][0].update(label=""), 'policy[0].label = "": expected text, not '
+                                                 "empty"),
+    # "an index below 0" for a list the base file does not have.
+    (lambda d: d.update(sweep={"workload.classes[3].tickets": [1, 2]}),
+     "sweep.workload.classes[3].tickets = 1: expected an entry the base file has"),
+])
+def test_an_experiments_values_are_refused_in_the_projects_words(change, text):
+    import copy
+
+    import schedlab
+    from schedlab import experiment
+
+    d = {"experiment": {"name": "x"}, "workload": {"load": 0.5, "jobs": 100},
+         "policy": [{"name": "fcfs"}]}
+    d = copy.deepcopy(d)
+    change(d)
+    with pytest.raises(schedlab.SpecError) as e:
+        experiment.load(d)
+    assert str(e.value).startswith(text), str(e.value)

@@ -129,8 +129,8 @@ class ExperimentFields(Strict):
 class PolicyEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str = Field(description="policy name or alias (`schedlab policies`)")
-    label: str | None = Field(None, description="label in tables and plots; default from the "
-                              "name and parameters")
+    label: str | None = Field(None, min_length=1, description="label in tables and plots; "
+                              "default from the name and parameters")
     params: dict[str, Any] | None = Field(None, description="parameters as a table; or give "
                                           "them by name beside `name`")
 
@@ -299,24 +299,44 @@ def _short(value: Any) -> str:
 _UNION_TAG = re.compile(r"^(literal|list|dict|bool|int|float|str|function-\w+)(\[.*\])?$")
 
 
+def _stripped(prefix: tuple[Any, ...], loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A location without the union members' tags (literal['sim',...], list[...], bool): the
+    user wrote a key, not a type."""
+    return prefix + tuple(p for p in loc if not (isinstance(p, str) and _UNION_TAG.match(p)))
+
+
+def _expected(err: Any) -> str:
+    """What one pydantic error says is allowed, in the project's words."""
+    if err["type"] in ("model_type", "dict_type", "model_attributes_type"):
+        return "a table"  # pydantic: "a valid dictionary or instance of World_sim"
+    if err["type"] in ("bool_parsing", "bool_type"):
+        return "true or false"
+    if err["type"] == "string_too_short":
+        return "text, not empty"
+    msg = err["msg"]
+    for head in ("Input should be ", "Value should be ", "Value error, "):
+        msg = msg.removeprefix(head)
+    return msg
+
+
 def _from_pydantic(e: ValidationError, prefix: tuple[Any, ...] = ()) -> SpecError:
     err = e.errors()[0]
-    # Union members appear in the location as tags (literal['sim',...], list[...], bool):
-    # the user wrote a key, not a type.
-    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p)))
+    loc = _stripped(prefix, err["loc"])
     value = err.get("input", "(missing)")
     if err["type"] == "missing":
         value = "(missing)"
     if err["type"] == "extra_forbidden":
         allowed = _allowed_keys(loc[:-1])
         return spec_error(_path(loc), _short(value), allowed)
-    msg = err["msg"]
-    for head in ("Input should be ", "Value should be ", "Value error, "):
-        msg = msg.removeprefix(head)
+    # A union's members each report an error at the same key (keep_jobs: a boolean, or
+    # "first"): together they say what is allowed.
+    same = [x for x in e.errors() if _stripped(prefix, x["loc"]) == loc] or [err]
+    said = list(dict.fromkeys(_expected(x) for x in same))
+    msg = said[0] if len(said) == 1 else ", ".join(said[:-1]) + ", or " + said[-1]
     if err["type"] == "missing":
         msg = "a value: the key is required here"
     name = next((p for p in reversed(loc) if isinstance(p, str)), "")
-    return spec_error(_path(loc), _given(value, name), msg)
+    return spec_error(_path(loc), '""' if value == "" else _given(value, name), msg)
 
 
 # The forms of keys whose values are text (a word, a distribution, CPUs as text, tables).
@@ -692,7 +712,10 @@ def _set_nested(obj: Any, rest: str, value: Any, where: str) -> Any:
         if idx:
             i = int(idx)
             if not isinstance(cur, list) or i >= len(cur):
-                raise spec_error(where, _short(value), f"an index below {len(cur or [])}")
+                have = (f"an index below {len(cur)}" if isinstance(cur, list) and cur
+                        else "an entry the base file has (the list it indexes is empty or "
+                        "missing)")
+                raise spec_error(where, _short(value), have)
             if last:
                 cur[i] = value
             cur = cur[i]
