@@ -494,3 +494,14 @@ def test_an_experiments_values_are_refused_in_the_projects_words(change, text):
     with pytest.raises(schedlab.SpecError) as e:
         experiment.load(d)
     assert str(e.value).startswith(text), str(e.value)
+
+
+def test_a_key_a_trace_or_clients_replace_is_named_with_its_value(tmp_path):
+    # "load = (given)" before: the value the user gave was not shown.
+    (tmp_path / "t.csv").write_text("arrival,size\n1,2\n")
+    for args, text in ((["--trace", "t.csv", "--load", "0.5"], "load = 0.5: expected nothing: "
+                        "trace replaces arrival, load and clients"),
+                       (["--trace", "t.csv", "--clients", "3"], "clients = 3: expected nothing"),
+                       (["--clients", "3", "--arrival", "exp:2"], "arrival = exp:2: expected "
+                        "nothing: a closed workload (clients) has no arrival rate")):
+        assert text in _refused(["sim", *args], tmp_path, args[-2].lstrip("-")), args

@@ -528,10 +528,10 @@ impl SimSpec {
         let closed = self.clients.is_some() || classes_have_clients(&self.classes);
         let workload = if let Some(path) = &self.trace {
             for key in ["arrival", "load", "clients"] {
-                if self.given(key) {
+                if let Some(value) = self.given(key) {
                     return Err(err(
                         key,
-                        "(given)",
+                        value,
                         "nothing: trace replaces arrival, load and clients",
                     ));
                 }
@@ -556,15 +556,13 @@ impl SimSpec {
                 }
             }
         } else if closed {
-            if self.arrival.is_some() || self.load.is_some() {
-                let key = if self.arrival.is_some() {
-                    "arrival"
-                } else {
-                    "load"
-                };
+            if let Some((key, value)) = ["arrival", "load"]
+                .into_iter()
+                .find_map(|k| self.given(k).map(|v| (k, v)))
+            {
                 return Err(err(
                     key,
-                    "(given)",
+                    value,
                     "nothing: a closed workload (clients) has no arrival rate",
                 ));
             }
@@ -873,12 +871,13 @@ impl SimSpec {
         })
     }
 
-    fn given(&self, key: &str) -> bool {
+    /// The value given to `arrival`, `load` or `clients`, as the message shows it.
+    fn given(&self, key: &str) -> Option<String> {
         match key {
-            "arrival" => self.arrival.is_some(),
-            "load" => self.load.is_some(),
-            "clients" => self.clients.is_some(),
-            _ => false,
+            "arrival" => self.arrival.clone(),
+            "load" => self.load.map(|v| v.to_string()),
+            "clients" => self.clients.map(|v| v.to_string()),
+            _ => None,
         }
     }
 
