@@ -386,3 +386,18 @@ def test_every_submodule_the_docs_name_works_after_import_schedlab_alone():
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["True True True True",
                                        "module 'schedlab' has no attribute 'no_such_thing'"]
+
+
+def test_help_and_the_policy_list_give_each_numbers_unit():
+    # "(work)" and "(time)" before, and --timeslice without a unit.
+    listing = " ".join(schedlab("policies").stdout.split())
+    assert ("--quantum: longest turn on the CPU; a number > 0 (ms of service; packets in the "
+            "server), default 10") in listing
+    assert "priority points gained per ms spent waiting; a number >= 0 (per ms)" in listing
+    assert "(work)" not in listing and "(time)" not in listing
+    sim = " ".join(schedlab("sim", "--help").stdout.split())
+    assert "slice across job boundaries (ms of service)" in sim
+    assert "--quantum NUMBER longest turn on the CPU (ms of service)" in sim
+    assert "(ms) (ms)" not in sim  # a help that says its unit is left alone
+    serve = " ".join(schedlab("serve", "--help").stdout.split())
+    assert "--quantum NUMBER longest turn on the CPU (packets)" in serve

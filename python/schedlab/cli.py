@@ -32,6 +32,7 @@ from schedlab.vocabulary import (
     spec_error,
     summary_units,
     typed,
+    unit_text,
 )
 from schedlab.worlds import os as os_world
 from schedlab.worlds import sim as sim_world
@@ -513,8 +514,9 @@ def cmd_policies(args: argparse.Namespace) -> int:
         aliases = f" (also {', '.join(p['aliases'])})" if p["aliases"] else ""
         print(f"{p['name']}{aliases}: {p['summary']}")
         for q in p["params"]:
+            unit = unit_text(q["unit"], "ms of service; packets in the server")
             print(f"    --{q['name'].replace('_', '-')}: {q['help']}; {q['allowed']} "
-                  f"({q['unit']}), default {q['default_text']}")
+                  f"({unit}), default {q['default_text']}")
     return 0
 
 

@@ -13,11 +13,13 @@ from typing import Any, NoReturn
 from schedlab.vocabulary import (
     CLASS_KEYS,
     KEYS,
+    UNIT_SYMBOLS,
     Params,
     as_dist,
     param_value,
     policy_catalog,
     spec_error,
+    unit_text,
 )
 
 
@@ -126,13 +128,18 @@ def add_key_flags(parser: argparse.ArgumentParser, keys: list[str],
                                help=_help(k.help) + "; several (repeated or comma-separated, "
                                "NAME:PARAM=VALUE for parameters) are compared on one workload")
         else:
+            # A number's unit, where its help does not say it (--timeslice: ms of service).
+            unit = unit_text(k.unit) if k.form in ("int", "float") else ""
+            said = not UNIT_SYMBOLS.get(k.unit) or unit in k.help
             group.add_argument(flag(name), type=_TYPES[k.form], metavar=k.form.upper(),
-                               help=_help(k.help))
+                               help=_help(k.help if said else f"{k.help} ({unit})"))
 
 
-def add_policy_param_flags(parser: argparse.ArgumentParser, title: str) -> None:
+def add_policy_param_flags(parser: argparse.ArgumentParser, title: str,
+                           work: str = "ms of service") -> None:
     """One `--PARAM` flag per parameter of any policy (dest `param_NAME`), in a group of its
-    own. No parameter shares a name with a key (the core checks), so none shadows a flag."""
+    own, with its unit (`work`: what work counts in this world). No parameter shares a name
+    with a key (the core checks), so none shadows a flag."""
     seen: set[str] = set()
     group = parser.add_argument_group(title)
     for info in policy_catalog():
@@ -142,7 +149,8 @@ def add_policy_param_flags(parser: argparse.ArgumentParser, title: str) -> None:
             seen.add(param["name"])
             group.add_argument(flag(param["name"]), dest=f"param_{param['name']}",
                                metavar=param["kind"].upper(),
-                               help=_help(f"{param['help']} ({param['unit']})"))
+                               help=_help(f"{param['help']} "
+                                          f"({unit_text(param['unit'], work)})"))
 
 
 def _class_value(key: str, value: str) -> Any:

@@ -926,7 +926,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--seed", type=int, help="seed of randomised policies")
     p.add_argument("--quiet", action="store_true", help="do not print where it listens")
     add_policy_param_flags(p, "policy parameters (see `schedlab policies`; work, such as a "
-                           "quantum, counts packets)")
+                           "quantum, counts packets)", work="packets")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("load", help="load generator: closed loop, open loop or a burst",

@@ -54,6 +54,15 @@ KERNEL_PARAMS: dict[str, Key] = {n: k for n, k in KEYS.items()
 # The unit of every key of a run summary (`crates/model/src/summary.rs`, SUMMARY_UNITS): ms,
 # jobs/ms, ratio, count, jobs (a time-averaged number of jobs), bool, text.
 SUMMARY_UNITS: dict[str, str] = dict(_core.SUMMARY_UNITS)
+# How a number of each unit is written for users (crates/model/src/units.rs); "" where the
+# unit's name says it (count, ratio, bool...).
+UNIT_SYMBOLS: dict[str, str] = dict(_core.UNIT_SYMBOLS)
+
+
+def unit_text(unit: str, work: str = "ms of service") -> str:
+    """A key's or a parameter's unit as a user reads it: ms, per ms, B, and `work` for work
+    (ms of service in the simulator and on real processes, packets in the file server)."""
+    return work if unit == "work" else (UNIT_SYMBOLS.get(unit) or unit)
 
 
 # The unit of every number a real world adds to the summary beside the core's (docs/os.md,

@@ -28,6 +28,19 @@ pub enum Unit {
 }
 
 impl Unit {
+    pub const ALL: [Unit; 10] = [
+        Unit::Work,
+        Unit::Time,
+        Unit::Rate,
+        Unit::Count,
+        Unit::Ratio,
+        Unit::Bytes,
+        Unit::Bool,
+        Unit::Text,
+        Unit::Cpus,
+        Unit::Table,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Unit::Work => "work",

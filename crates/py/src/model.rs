@@ -10,6 +10,7 @@ use pythonize::{depythonize, pythonize};
 
 use schedlab_model::dist::{Dist, SYNTAX};
 use schedlab_model::summary::{self, Counters, JobTable, TaskInput};
+use schedlab_model::units::Unit;
 use schedlab_model::vocabulary::{Key, CLASS_KEYS, KEYS};
 use schedlab_model::weights::{self, NICE_TO_WEIGHT, WEIGHT_IDLEPRIO};
 use schedlab_model::{ParamDefault, Params, SpecError};
@@ -308,6 +309,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CLASS_VOCABULARY", keys(py, CLASS_KEYS)?)?;
     m.add("DIST_SYNTAX", SYNTAX)?;
     m.add("SUMMARY_UNITS", summary::SUMMARY_UNITS.to_vec())?;
+    // How a number of each unit is written for users ("ms of service" for work, ...).
+    let symbols: Vec<(&str, &str)> = Unit::ALL.iter().map(|u| (u.name(), u.symbol())).collect();
+    m.add("UNIT_SYMBOLS", symbols)?;
     m.add("NICE_TO_WEIGHT", NICE_TO_WEIGHT.to_vec())?;
     m.add("WEIGHT_IDLEPRIO", WEIGHT_IDLEPRIO)?;
     m.add_function(wrap_pyfunction!(kernel_weight, m)?)?;
