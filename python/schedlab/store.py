@@ -46,6 +46,15 @@ class Results:
     timing: pd.DataFrame
     skipped: pd.DataFrame = field(default_factory=pd.DataFrame)
 
+    def __post_init__(self) -> None:
+        # Every number with its unit: each metric's, in the experiment's time unit (ticks for
+        # the xv6 files); "" for a metric the vocabulary has none for.
+        if not self.stats.empty and "metric" in self.stats and "unit" not in self.stats:
+            units = {m: in_time_unit(UNITS.get(m, ""), self.time_unit)
+                     for m in self.stats["metric"].unique()}
+            self.stats.insert(self.stats.columns.get_loc("metric") + 1, "unit",
+                              self.stats["metric"].map(units))
+
     @property
     def sweep_keys(self) -> list[str]:
         return list(self.manifest.get("sweep_keys", []))
@@ -111,8 +120,11 @@ class Results:
                       spec={"world": summary.get("world", "sim"), **spec})
 
     def metric(self, name: str) -> pd.DataFrame:
-        """The stats rows of one metric (mean, CI, theory) per world, point and policy."""
-        return self.stats[self.stats.metric == name].reset_index(drop=True)
+        """The stats rows of one metric (mean, CI, theory) per world, point and policy; its
+        unit in the `unit` column and in `.attrs["unit"]`."""
+        rows = self.stats[self.stats.metric == name].reset_index(drop=True)
+        rows.attrs["unit"] = in_time_unit(UNITS.get(name, ""), self.time_unit)
+        return rows
 
     def _line(self) -> str:
         m, s = self.manifest, self.summaries
