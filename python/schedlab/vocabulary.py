@@ -97,7 +97,7 @@ LOAD_SUMMARY_UNITS: dict[str, str] = {
     "response_mean_precision": "ratio", "ci_uncorrelated": "bool",
     **{f"response_{q}": "ms" for q in ("mean", "std", "p50", "p90", "p95", "p99", "p999",
                                         "max")},
-    **{f"response_{q}_ci": "ms" for q in ("mean", "p50", "p95", "p99")},
+    **{f"response_{q}_ci": "ms" for q in ("mean", "p50", "p90", "p95", "p99", "p999")},
 }
 
 

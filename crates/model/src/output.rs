@@ -27,8 +27,11 @@
 //!   batches: a tail is exceeded in rare long busy periods, so its indicator stays correlated
 //!   far longer than the response itself (M/M/1 at load 0.9 over 300,000 jobs: sections as long
 //!   as the mean's batches covered the p99 in 85% of runs, four times as long in 93.5%).
-//!   Sections are HdrHistograms with 2 significant digits (a section's quantile within 1%, far
-//!   inside the spread between sections; 27 KB each), merged in pairs like the groups; a
+//!   Sections are HdrHistograms with 2 significant digits (a section's quantile within 1%,
+//!   usually far inside the spread between sections; 27 KB each), merged in pairs like the
+//!   groups. Where the sections agree to within that resolution (a far tail, p99.9 of 20,000
+//!   responses: every section in one bucket), the interval is not narrower than it: its half-
+//!   width is at least [`SECTION_RESOLUTION`] of the quantile (half the widest bucket); a
 //!   section holding fewer than 4,096 values keeps them as a list instead, and its quantiles
 //!   are read from a histogram of the same counts.
 
@@ -52,6 +55,10 @@ pub const SPREAD: usize = 16;
 pub const MIN_BATCHES: usize = 10;
 /// A quantile's sections are at least this many times as long as the mean's batches.
 pub const QUANTILE_SECTIONS: u64 = 4;
+/// Half the widest relative bucket of a section's histogram (2 significant digits: 256
+/// sub-buckets, a bucket at most 1/128 of its values): the least half-width of a quantile's
+/// interval, relative to the quantile.
+pub const SECTION_RESOLUTION: f64 = 1.0 / 256.0;
 
 /// Where the warm-up of a series ends.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -493,7 +500,8 @@ impl SeriesStats {
                 for values in &per_section {
                     m.add(values[i] as f64 / SCALE);
                 }
-                let half = t_quantile(k - 1) * m.std() / (k as f64).sqrt();
+                let half = (t_quantile(k - 1) * m.std() / (k as f64).sqrt())
+                    .max(q.abs() * SECTION_RESOLUTION);
                 Interval {
                     low: q - half,
                     high: q + half,
@@ -756,5 +764,19 @@ mod tests {
                 assert!(a.high > a.low, "{n}: {a:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_quantiles_interval_is_not_narrower_than_the_sections_resolution() {
+        // Every value 7.0: every section's quantile is one bucket's, the spread between
+        // sections 0, and the interval was the point [7, 7]. It is 7 +- 7/256 now.
+        let mut series = SeriesStats::default();
+        for _ in 0..20_000 {
+            series.add(7.0);
+        }
+        let iv = series.quantile_intervals(&[0.999], &[7.0])[0];
+        assert!(iv.batches >= 2, "{iv:?}");
+        assert!((iv.half_width() - 7.0 / 256.0).abs() < 1e-12, "{iv:?}");
+        assert!(iv.low < 7.0 && 7.0 < iv.high);
     }
 }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{ms_since, now_ns};
 use engine::{Arrivals, Engine, Plan, ThreadPlan};
 use schedlab_model::dist::Dist;
-use schedlab_model::output::PrecisionWatch;
+use schedlab_model::output::{PrecisionWatch, SeriesStats};
 use schedlab_model::stats::Quantiles;
 use schedlab_model::summary::{summarize, Counters, JobTable};
 use schedlab_model::SpecError;
@@ -554,8 +554,7 @@ pub struct LoadSummary {
     /// The measured responses (ms) as every world summarizes them, by the one summary code
     /// (`schedlab_model::summary::summarize`, in completion order): the lower empirical
     /// quantiles, the sample standard deviation, and 95% intervals of one run (batch means
-    /// for the mean, sectioning for p50, p95 and p99). p90 and p99.9 are the same code's
-    /// quantiles, without an interval.
+    /// for the mean, sectioning for every quantile, p90 and p99.9 too).
     pub response_mean: f64,
     pub response_std: f64,
     pub response_p50: f64,
@@ -568,6 +567,8 @@ pub struct LoadSummary {
     pub response_p50_ci: Vec<f64>,
     pub response_p95_ci: Vec<f64>,
     pub response_p99_ci: Vec<f64>,
+    pub response_p90_ci: Vec<f64>,
+    pub response_p999_ci: Vec<f64>,
     /// Whether the mean's batches were shown uncorrelated (false: too few requests to tell,
     /// and the intervals are not to be trusted).
     pub ci_uncorrelated: bool,
@@ -741,11 +742,22 @@ fn summarize_responses(s: &mut LoadSummary, mut measured: Vec<(u64, u64)>, start
         ..Counters::default()
     };
     let (summary, _, _) = summarize(&jobs, &[], vec!["all".into()], &counters);
+    // p90 and p99.9 as the summary makes p50-p99: the lower empirical quantiles, and their
+    // intervals by sectioning the responses in completion order (the same code).
     let mut q = Quantiles::default();
+    let mut series = SeriesStats::default();
     for &r in &jobs.response {
         q.record(r);
+        series.add(r);
     }
     let tail = q.quantiles(&[0.9, 0.999]);
+    let tail_ci: Vec<Vec<f64>> = series
+        .quantile_intervals(&[0.9, 0.999], &tail)
+        .into_iter()
+        .map(|iv| iv.at_least(0.0).pair().to_vec())
+        .collect();
+    s.response_p90_ci = tail_ci[0].clone();
+    s.response_p999_ci = tail_ci[1].clone();
     s.response_mean = summary.response_mean;
     s.response_std = summary.response_std;
     s.response_p50 = summary.response_p50;
@@ -954,10 +966,23 @@ mod tests {
         );
         let half50 = (s.response_p50_ci[1] - s.response_p50_ci[0]) / 2.0;
         assert!(half50 > 0.0 && s.response_p50_ci[0] <= s.response_p50);
+        // p90 and p99.9 have theirs too, by the same sectioning: each holds the true
+        // quantile of uniform 1..20 ms (18.0 and 19.98 ms), and p90's is about the textbook
+        // one, 1.96 sqrt(p (1 - p) / n) / f(x_p) with density f = 1 / 19.999 per ms.
+        for (ci, truth) in [(&s.response_p90_ci, 18.0), (&s.response_p999_ci, 19.98)] {
+            assert!(ci[0] <= truth && truth <= ci[1], "{ci:?} against {truth}");
+        }
+        let textbook90 = 1.96 * (0.9f64 * 0.1 / n as f64).sqrt() * 19.999;
+        let half90 = (s.response_p90_ci[1] - s.response_p90_ci[0]) / 2.0;
+        assert!(
+            (half90 / textbook90 - 1.0).abs() < 0.5,
+            "{half90} against {textbook90}"
+        );
         // Nothing measured: NaN, not zeros.
         let mut s = LoadSummary::default();
         summarize_responses(&mut s, Vec::new(), 0);
         assert!(s.response_mean.is_nan() && s.response_p999.is_nan());
+        assert!(s.response_p999_ci.iter().all(|x| x.is_nan()));
     }
 
     #[test]
