@@ -426,7 +426,15 @@ def test_a_question_the_command_line_refuses_is_refused_in_python_too():
             (lambda: theory.response_quantile("rr", "exp:2", "exp:1", 0.9, quantum=0),
              "quantum = 0: expected a number > 0"),
             (lambda: theory.mean_response("fcfs", "exp:2", "exp:1", cpus="2"),
-             "cpus = 2: expected a whole number >= 1"),
+             'cpus = "2": expected a whole number >= 1'),
+            # Plain ValueErrors and a TypeError before, and "maybe" read as true.
+            (lambda: theory.response_quantile("fcfs", "exp:2", "exp:1", 1.5),
+             "p = 1.5: expected a probability strictly between 0 and 1"),
+            (lambda: theory.response_cdf("fcfs", "exp:2", "exp:1", "a"),
+             'x = "a": expected a number or an array of numbers'),
+            (lambda: theory.spec_mean("fcfs"), 'spec = "fcfs": expected a table of a run\'s keys'),
+            (lambda: theory.mean_response("lcfs", "exp:2", "exp:1", preemptive="maybe"),
+             'preemptive = "maybe": expected true or false'),
             (lambda: theory.conditional_response("ps", "exp:2", ["exp:1"], 1.0),
              "size = ['exp:1']: expected a distribution")):
         with pytest.raises(SpecError) as e:

@@ -67,7 +67,14 @@ from scipy import special
 
 import schedlab._core as _core
 from schedlab._core import SpecError
-from schedlab.vocabulary import as_dist, find_policy, param_defaults, spec_error
+from schedlab.vocabulary import (
+    as_dist,
+    find_policy,
+    param_defaults,
+    param_value,
+    quoted,
+    spec_error,
+)
 
 __all__ = [
     "COVERED",
@@ -602,6 +609,14 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
     if quantum is not None and not (isinstance(quantum, int | float)
                                     and not isinstance(quantum, bool) and quantum > 0):
         raise spec_error("quantum", quantum, "a number > 0 (ms)")
+    if "preemptive" in params:
+        # "maybe" read as true before, where the command line refuses it.
+        try:
+            flag = param_value("preemptive", params["preemptive"])
+        except SpecError:
+            flag = None
+        if not isinstance(flag, bool):
+            raise spec_error("preemptive", quoted(params["preemptive"]), "true or false")
     dists = []
     for key, value in (("arrival", arrival), ("size", size)):
         value = as_dist(value)
@@ -610,7 +625,7 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
         dists.append(value)
     if (isinstance(cpus, bool) or not isinstance(cpus, int | float)
             or not float(cpus).is_integer() or cpus < 1):
-        raise spec_error("cpus", cpus, "a whole number >= 1")
+        raise spec_error("cpus", quoted(cpus), "a whole number >= 1")
     return info["name"], dists[0], dists[1], int(cpus)
 
 
@@ -1065,9 +1080,12 @@ def response_cdf(policy: str, arrival: str, size: str, x: float | np.ndarray, cp
     SJF with deterministic sizes, which serve in arrival order. `x` may be an array (the answer
     then has its shape); x < 0 gives 0. Raises ValueError when the load is >= 1.
     """
-    xs = np.asarray(x, dtype=float)
+    try:
+        xs = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise spec_error("x", quoted(x), "a number or an array of numbers (ms)") from None
     if np.any(np.isnan(xs)):
-        raise ValueError(f"response_cdf: x = {x}: expected numbers")
+        raise spec_error("x", x, "numbers, not NaN (ms)")
     law = _response_law(policy, arrival, size, cpus, params)
     if law is None:
         return None
@@ -1079,9 +1097,13 @@ def response_quantile(policy: str, arrival: str, size: str, p: float | np.ndarra
                       cpus: int = 1, **params: Any) -> float | np.ndarray | None:
     """The p-quantile inf {x : P(T <= x) >= p} of the response time, 0 < p < 1 (an array of p
     gives an array), or None where `response_cdf` has no theory."""
-    ps = np.asarray(p, dtype=float)
+    try:
+        ps = np.asarray(p, dtype=float)
+    except (TypeError, ValueError):
+        ps = np.array(np.nan)
     if np.any(~((ps > 0) & (ps < 1))):
-        raise ValueError(f"quantile p = {p}: expected 0 < p < 1")
+        raise spec_error("p", quoted(p), "a probability strictly between 0 and 1 (or an "
+                         "array of them)")
     law = _response_law(policy, arrival, size, cpus, params)
     if law is None:
         return None
@@ -1236,6 +1258,9 @@ def spec_model(spec: dict[str, Any]) -> SpecModel | None:
 def _closed_form(spec: dict[str, Any], law: Callable[..., Any], *args: Any) -> Any:
     """`law(policy, arrival, size, *args, cpus=..., **params)` of `schedlab.theory` for the
     queue a sim spec describes, or None where the spec or the law has no theory."""
+    if not isinstance(spec, dict):
+        raise spec_error("spec", quoted(spec), "a table of a run's keys (policy, arrival or "
+                         "load, size, cpus...)")
     m = spec_model(spec)
     try:
         return None if m is None else law(m.policy, m.arrival, m.size, *args, cpus=m.cpus,
