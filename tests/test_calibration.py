@@ -557,7 +557,7 @@ def test_an_experiment_calibrates_first_and_shows_three_lines(tmp_path):
         "machine.profile = calibrate: profile-server.toml, measured in ")
     m = res.metric("response_mean").set_index(["world", "label"])["mean"]
     # One-packet quanta: the server's own cost of a turn is as large as a packet's. The
-    # calibrated model is near the server, the ideal one 40% under it. How near one pair can
+    # calibrated model is near the server, the ideal one well under it. How near one pair can
     # be is set by this machine: the server's RR mean and the profile's cost of a turn drift
     # by 4-6% from one minute to the next whatever the run's length (2 s, 6 s, or 3 x 2 s),
     # so calibrated / real ranged 0.91-1.14 over 40 runs of this test (2026-11-27, sd 0.05;
@@ -565,7 +565,13 @@ def test_an_experiment_calibrates_first_and_shows_three_lines(tmp_path):
     # measured on the full files, paired run by run (experiments/fileserver/README.md).
     real, ideal, calibrated = (m[(w, "RR 1 packet")] for w in ("server", "sim", "calibrated"))
     assert calibrated == pytest.approx(real, rel=0.20), (real, ideal, calibrated)
-    assert ideal < 0.75 * real, (real, ideal, calibrated)
+    # How far under the ideal model is depends on the machine's cost of a turn: 40% on the
+    # machine of 2026-11-27, 21-23% on that of 2026-11-28 (real 2.94-3.01 ms, ideal 2.317,
+    # calibrated within 1%; the build of 59339a9 gives the same server means there), where
+    # `ideal < 0.75 real` failed. What the test is for holds on both: the ideal model is
+    # clearly under the server, and the calibration takes at least half of the gap away.
+    assert ideal < 0.9 * real, (real, ideal, calibrated)
+    assert abs(calibrated - real) < 0.5 * (real - ideal), (real, ideal, calibrated)
     # FCFS has no turns: there the profile's fixed and per-KiB costs alone carry the model
     # (0.96-1.03 over the same 40 runs).
     real, calibrated = m[("server", "FCFS")], m[("calibrated", "FCFS")]
