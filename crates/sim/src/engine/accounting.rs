@@ -122,18 +122,25 @@ impl Engine<'_> {
         let end = self.acct.measure_end;
         if let Some(s) = &mut self.acct.shares {
             s.set_window(now, end);
-            // A fluid job's service is credited whole when it leaves its runqueue: what it
-            // received before now is not the interval's.
-            for i in 0..self.jobs.len() {
-                let j = &self.jobs[i];
-                let rq = &mut self.rqs[j.rq as usize];
-                if !(j.alive && j.queued && rq.fluid) || j.task as usize >= self.acct.service.len()
-                {
-                    continue;
-                }
-                let before = rq.policy.fluid().expect("fluid").attained(JobId(i as u32));
-                self.acct.service[j.task as usize] -= before;
+        }
+        // A fluid job's service is credited whole when it leaves its runqueue: what it
+        // received before now is not the interval's.
+        if self.acct.shares.is_some() {
+            self.credit_fluid_service(-1.0);
+        }
+    }
+
+    /// Adds `sign` times what each job present in a fluid runqueue has received there to its
+    /// task's service: -1 when the measured interval opens, +1 when the contended one closes.
+    fn credit_fluid_service(&mut self, sign: f64) {
+        for i in 0..self.jobs.len() {
+            let j = &self.jobs[i];
+            let rq = &mut self.rqs[j.rq as usize];
+            if !(j.alive && j.queued && rq.fluid) || j.task as usize >= self.acct.service.len() {
+                continue;
             }
+            let attained = rq.policy.fluid().expect("fluid").attained(JobId(i as u32));
+            self.acct.service[j.task as usize] += sign * attained;
         }
     }
 
@@ -148,16 +155,7 @@ impl Engine<'_> {
         let now = self.now;
         self.acct.share_closed_by = Some(task);
         if self.fluid && self.acct.measure_start.is_finite() {
-            for i in 0..self.jobs.len() {
-                let j = &self.jobs[i];
-                let rq = &mut self.rqs[j.rq as usize];
-                if !(j.alive && j.queued && rq.fluid) || j.task as usize >= self.acct.service.len()
-                {
-                    continue;
-                }
-                let attained = rq.policy.fluid().expect("fluid").attained(JobId(i as u32));
-                self.acct.service[j.task as usize] += attained;
-            }
+            self.credit_fluid_service(1.0);
         }
         self.acct.share_end = now;
         let start = self.acct.measure_start;
