@@ -12,6 +12,9 @@ from conftest import ROOT, SCHEDLAB, cli_env
 # (arguments, the key the message must name). Each must fail at once: the timeout is short.
 BAD = [
     (["sim", "--jobs", "-5"], "jobs"),
+    # A run until precise measures as many jobs as it takes: B batches of `jobs` would not be B.
+    (["sim", "--load", "0.5", "--jobs", "1000", "--batches", "3", "--precision", "0.05"],
+     "batches"),
     (["sim", "--jobs", "2.5"], "jobs"),
     (["sim", "--jobs", "many"], "jobs"),
     (["sim", "--cpus", "-2"], "cpus"),
@@ -445,7 +448,7 @@ def test_an_experiments_output_and_workers_are_checked_before_anything_is_writte
     # A TypeError and a comparison of str with int before.
     for kwargs, text in ((dict(out=5), "out = 5: expected a directory's path"),
                          (dict(out=tmp_path / "o", workers="2"),
-                          'workers = "2": expected a number of workers, a whole number >= 1'),
+                          'workers = "2": expected a whole number, at least 1 and at most'),
                          (dict(out=tmp_path / "o", workers=0), "workers = 0: expected")):
         with pytest.raises(schedlab.SpecError) as e:
             schedlab.run(exp, quick=True, **kwargs)

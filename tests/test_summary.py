@@ -404,6 +404,15 @@ def test_a_mean_slowdown_that_is_infinite_in_theory_is_said_to_be():
     assert slowdown_warning({"policy": "lcfs"}) is None  # preemptive by default
     assert slowdown_warning({"policy": "lcfs", "params": {"preemptive": "true"}}) is None
     assert slowdown_warning({"policy": "fcfs", "trace": "t.csv"}) is None
+    # A size given as a number is a constant (it raised from parse_dist); sizes offset from 0
+    # have E[1/S] finite; a delay every job pays makes even SRPT's short jobs wait.
+    assert slowdown_warning({"policy": "fcfs", "size": 20}) is None
+    assert slowdown_warning({"policy": "fcfs", "classes": [{"size": 2}, {"name": "b"}]}) \
+        and "sizes exp:1 " in slowdown_warning({"policy": "fcfs", "classes": [{"size": 2}, {}]})
+    assert slowdown_warning({"policy": "fcfs", "service_offset": 0.1}) is None
+    assert "every job pays a delay" in slowdown_warning({"policy": "srpt", "dispatch_delay": 1})
+    assert "every job pays a delay" in slowdown_warning({"policy": "ps", "bursts": 2,
+                                                          "io": "exp:1"})
     out = subprocess.run([SCHEDLAB, "sim", "--load", "0.8", "--jobs", "2000"], capture_output=True,
                          text=True, timeout=60, env=cli_env())
     assert "WARNING: the mean slowdown is infinite in theory (fcfs" in " ".join(out.stdout.split())

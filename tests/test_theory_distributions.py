@@ -360,7 +360,7 @@ def test_non_poisson_arrivals_have_no_theory_and_bad_input_raises():
     assert theory.response_quantile("fcfs", "det:2", "exp:1", 0.5) is None
     assert theory.response_cdf("fcfs", "erlang:2,2", "exp:1", 1.0) is None
     for p in (0, 1, 1.5, -0.1, math.nan, [0.5, 1.0]):
-        with pytest.raises(ValueError, match="quantile p"):
+        with pytest.raises(ValueError, match="expected a probability strictly between 0 and 1"):
             theory.response_quantile("fcfs", "exp:2", "exp:1", p)
     with pytest.raises(ValueError, match="unstable"):
         theory.response_quantile("fcfs", "exp:0.9", "exp:1", 0.5)

@@ -149,30 +149,38 @@ def _near_zero(text: str) -> bool:
             or (name == "erlang" and p[0] == 1.0))
 
 
-def slowdown_warning(spec: dict[str, Any], policy: str | None = None,
-                     params: dict[str, Any] | None = None) -> str | None:
+def slowdown_warning(spec: dict[str, Any]) -> str | None:
     """A warning when a run's mean slowdown is infinite in theory, None otherwise. The mean
-    slowdown is E[T(S)/S]: where sizes have a positive density at 0 (E[1/S] infinite) and the
-    policy makes a job wait whatever its size (FCFS, SJF, RR with a quantum, priorities...),
-    it diverges, and a run's sample mean, its interval and Jain's index over slowdowns do not
-    settle as the run grows (FCFS at load 0.8, exp:1 sizes: 42 [35, 85] over 1e5 jobs, 154
-    [58, 647] over 1e6). `policy`, `params`: one policy of a comparison (else the spec's)."""
-    from schedlab.vocabulary import find_policy, param_defaults, param_value
+    slowdown is E[T(S)/S]: where sizes have a positive density at 0 (E[1/S] infinite) and a
+    short job waits whatever its size, it diverges, and a run's sample mean, its interval and
+    Jain's index over slowdowns do not settle as the run grows (FCFS at load 0.8, exp:1 sizes:
+    42 [35, 85] over 1e5 jobs, 154 [58, 647] over 1e6). A short job waits under every policy
+    but those of SLOWDOWN_FINITE (and preemptive LCFS), and under those too when every job
+    pays a delay (`dispatch_delay`, `start_cost`, `idle_wake`), I/O or a bounded buffer.
+    `service_offset` > 0 keeps every service away from 0: no warning."""
+    from schedlab.vocabulary import as_dist, find_policy, param_defaults, param_value
 
-    if spec.get("trace"):
+    if spec.get("trace") or (spec.get("service_offset") or 0) > 0:
         return None
-    name = find_policy(str(policy or spec.get("policy") or "fcfs").split(":")[0])["name"]
-    given = {**param_defaults(name), **(spec.get("params") or {}), **(params or {})}
-    if "preemptive" in spec and "preemptive" not in (params or {}):
+    name = find_policy(str(spec.get("policy") or "fcfs").split(":")[0])["name"]
+    given = {**param_defaults(name), **(spec.get("params") or {})}
+    if "preemptive" in spec:
         given["preemptive"] = spec["preemptive"]
     preemptive = param_value("preemptive", given.get("preemptive", False)) is True
-    if name in SLOWDOWN_FINITE or (name == "lcfs" and preemptive):
+    delayed = any((spec.get(k) or 0) > 0 for k in ("dispatch_delay", "start_cost", "idle_wake"))
+    bursts = [spec.get("bursts")] + [c.get("bursts") for c in spec.get("classes") or []]
+    delayed = delayed or spec.get("buffer") is not None or any((b or 1) > 1 for b in bursts)
+    if not delayed and (name in SLOWDOWN_FINITE or (name == "lcfs" and preemptive)):
         return None
-    sizes = [c.get("size") or spec.get("size") or "exp:1" for c in spec.get("classes") or [{}]]
+    default = spec.get("size") if spec.get("size") is not None else "exp:1"
+    sizes = [as_dist(c["size"] if c.get("size") is not None else default)
+             for c in spec.get("classes") or [{}]]
     near = [s for s in dict.fromkeys(map(str, sizes)) if _near_zero(s)]
     if not near:
         return None
-    return (f"WARNING: the mean slowdown is infinite in theory ({name} makes a short job wait, "
-            f"and sizes {', '.join(near)} have E[1/S] = inf): its value, its interval and "
-            "Jain's index over slowdowns do not settle as the run grows; read slowdown_p99, or "
-            "use sizes bounded away from 0")
+    why = "every job pays a delay, I/O or a bounded buffer" if delayed and (
+        name in SLOWDOWN_FINITE or name == "lcfs") else f"{name} makes a short job wait"
+    return (f"WARNING: the mean slowdown is infinite in theory ({why}, and sizes "
+            f"{', '.join(near)} have E[1/S] = inf): its value, its interval and Jain's index "
+            "over slowdowns do not settle as the run grows; read slowdown_p99, or use sizes "
+            "bounded away from 0")

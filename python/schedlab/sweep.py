@@ -56,7 +56,7 @@ from schedlab.store import FORMAT, MANIFEST, RUNS
 from schedlab.theory import spec_cdf as theory_cdf  # noqa: F401  (the report reads it here)
 from schedlab.theory import spec_mean as theory_for
 from schedlab.theory import spec_quantile as theory_quantile
-from schedlab.vocabulary import _is_number, nonnegative, quoted, spec_error
+from schedlab.vocabulary import nonnegative, quoted, replication_count, spec_error
 
 MANIFEST_EVERY = 1.0  # seconds between manifest rewrites while running
 KEY_COLUMNS = ["world", "point", "label", "policy", "replication", "seed", "run"]
@@ -538,19 +538,17 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
     """
     if out is not None and (not isinstance(out, str | os.PathLike) or str(out).strip() == ""):
         raise spec_error("out", quoted(out), "a directory's path")
-    if workers is not None and (isinstance(workers, bool) or not _is_number(workers)
-                                or not float(workers).is_integer() or workers < 1):
-        raise spec_error("workers", quoted(workers), "a number of workers, a whole number >= 1")
+    if workers is not None:
+        replication_count(workers, "workers")  # as the command line checks it
     exp = ex.load(source, quick=quick)
     out_dir = Path(out) if out is not None else default_out(exp)
     if out_dir.exists() and not out_dir.is_dir():
         raise spec_error("out", str(out_dir), "a directory")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not (
+    if out_dir.is_dir() and any(not p.name.startswith(".") for p in out_dir.iterdir()) and not (
             (out_dir / MANIFEST).exists() or (out_dir / RUNS).is_dir()):
         # `--out .` or `--out ~` would spread a results directory over files of the user's.
         raise spec_error("out", str(out_dir), "a new or empty directory, or a results "
                          "directory to resume (this one holds other files)")
-    workers = int(workers) if workers is not None else None
     fresh = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

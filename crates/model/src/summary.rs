@@ -124,7 +124,8 @@ impl JobTable {
     }
 }
 
-/// What a world measured of each task: CPU received and entitled over the measured interval.
+/// What a world measured of each task: CPU received and entitled over the interval its shares
+/// are taken over (the contended one: the simulator's and the os world's).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TaskInput {
     pub task: u32,
@@ -304,8 +305,8 @@ pub struct Summary {
     pub balanced_fraction: f64,
     /// When the contended interval ended (ms), the one that shares are taken over: the first
     /// persistent task to finish its jobs ends it, else the measured interval's end; and why
-    /// (`contended_end`). Set by the worlds that track shares as they run (the simulator's
-    /// closed and trace runs); absent elsewhere.
+    /// (`contended_end`). Set by the simulator's closed runs, which track shares as they run;
+    /// absent elsewhere (the os world gives the same keys from its own counters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contended_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

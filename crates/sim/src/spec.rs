@@ -721,6 +721,14 @@ impl SimSpec {
         let batches = match (self.batches, self.jobs) {
             (None, _) => 0,
             (Some(0), _) => return Err(err("batches", 0, "a whole number >= 1")),
+            // A run until precise measures as many jobs as it takes: `jobs` is its least.
+            (Some(b), _) if precision.is_some() => {
+                return Err(err(
+                    "batches",
+                    b,
+                    "no precision as well: a run until precise has no number of jobs to split",
+                ))
+            }
             (Some(b), Some(j)) if u64::from(b) <= j => u64::from(b),
             (Some(b), Some(j)) => {
                 return Err(err("batches", b, &format!("at most jobs ({j}) batches")))

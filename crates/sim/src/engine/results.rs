@@ -120,7 +120,8 @@ impl Engine<'_> {
                 None if a.measure_end.is_finite() => "time limit".into(),
                 None => "end of run".into(),
             };
-            (a.share_end.min(window_end), why)
+            // A client that finished in the warm-up left an empty interval, at its start.
+            (a.share_end.max(a.measure_start).min(window_end), why)
         });
         let (mut summary, classes, tasks) = self.acct.summary.finish(&counters, &tasks);
         if let Some((at, why)) = contended {
