@@ -371,6 +371,25 @@ class Params:
         return policy
 
 
+@cache
+def _count_rule(key: str) -> str | None:
+    """The simulator's own rule for a count it refuses at 0 (jobs: "a whole number >= 1"),
+    so that a negative count is not told ">= 0" and then, at 0, ">= 1". Asked of the core
+    with 0 and 1: a rule that refuses 1 too depends on other keys and is not given here."""
+    if key not in _core.SIM_KEYS:
+        return None
+
+    def refusal(value: int) -> str | None:
+        try:
+            _core.validate({"policy": "fcfs", key: value})
+        except SpecError as e:
+            return e.allowed if e.key == key else None
+        return None
+
+    at_zero = refusal(0)
+    return at_zero if at_zero is not None and refusal(1) is None else None
+
+
 def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
     """A value checked against its key's form, so that a wrong type is one error naming the
     key: a number where a word is expected goes on as text (the world then names the words it
@@ -390,7 +409,7 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
                 and (least is None or value >= least)):
             return int(value)
         raise spec_error(path, shown, "a whole number" if least is None else
-                         f"a whole number >= {least}")
+                         _count_rule(key) or f"a whole number >= {least}")
     elif form == "int|auto":
         if value == "auto":
             return value

@@ -31,9 +31,43 @@ pub(crate) fn spec_error(e: SpecError) -> PyErr {
     err
 }
 
+/// A spec the core checks after reading it (`validate`), giving its checked form.
+pub(crate) trait Checked: DeserializeOwned {
+    type Valid;
+    fn check(&self) -> Result<Self::Valid, SpecError>;
+}
+
+const NOT_NEGATIVE: &str = "a whole number >= 0";
+
+/// A spec read from a Python dict and checked by the core; raises SpecError naming the key.
+pub(crate) fn checked<T: Checked>(spec: &Bound<'_, PyDict>) -> PyResult<T::Valid> {
+    read_and_check::<T>(spec).map_err(|e| spec_error(narrowed::<T>(spec, e)))
+}
+
+fn read_and_check<T: Checked>(spec: &Bound<'_, PyDict>) -> Result<T::Valid, SpecError> {
+    read_spec::<T>(spec).and_then(|s| s.check())
+}
+
+/// A negative whole number is refused by its type, before the core sees it, as "a whole
+/// number >= 0". Where the core refuses 0 too (`jobs`), its own rule is the one to give: a
+/// user told that 0 is allowed writes 0 and meets a second message.
+fn narrowed<T: Checked>(spec: &Bound<'_, PyDict>, e: SpecError) -> SpecError {
+    if e.allowed != NOT_NEGATIVE || e.key.contains(['.', '[']) {
+        return e;
+    }
+    let Ok(at_zero) = spec.copy() else { return e };
+    if at_zero.set_item(&e.key, 0).is_err() {
+        return e;
+    }
+    match read_and_check::<T>(&at_zero) {
+        Err(z) if z.key == e.key => SpecError::new(e.key, e.value, z.allowed),
+        _ => e,
+    }
+}
+
 /// A spec from a Python dict. A value of the wrong type or out of range is a SpecError naming
 /// its key (the path serde was at: `port`, `classes[1].clients`) and the value given.
-pub(crate) fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult<T> {
+fn read_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> Result<T, SpecError> {
     let mut de = pythonize::Depythonizer::from_object(spec.as_any());
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -57,7 +91,7 @@ pub(crate) fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult
                 None => inner.clone(),
             }
         } else if inner.contains("negative int") || (overflow && value.starts_with('-')) {
-            "a whole number >= 0".to_string()
+            NOT_NEGATIVE.to_string()
         } else if overflow {
             "a smaller whole number (it does not fit)".to_string()
         } else if inner.contains("cannot be interpreted as an integer") {
@@ -76,7 +110,7 @@ pub(crate) fn to_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> PyResult
         } else {
             inner.replace("OverflowError: ", "")
         };
-        spec_error(SpecError::new(key, value, allowed))
+        SpecError::new(key, value, allowed)
     })
 }
 

@@ -12,33 +12,25 @@ use schedlab_serve::cost::Cost;
 use schedlab_serve::load::LoadSpec;
 use schedlab_serve::Server;
 
-use crate::{spec_error, to_spec};
+use crate::{checked, spec_error, Checked};
 
 /// Checks a server config without starting it; raises SpecError naming the key.
 #[pyfunction]
 fn serve_validate(config: &Bound<'_, PyDict>) -> PyResult<()> {
-    to_spec::<ServeSpec>(config)?
-        .validate()
-        .map(|_| ())
-        .map_err(spec_error)
+    checked::<ServeSpec>(config).map(|_| ())
 }
 
 /// Checks a load-generator config without running it; raises SpecError naming the key.
 #[pyfunction]
 fn load_validate(config: &Bound<'_, PyDict>) -> PyResult<()> {
-    to_spec::<LoadSpec>(config)?
-        .validate()
-        .map(|_| ())
-        .map_err(spec_error)
+    checked::<LoadSpec>(config).map(|_| ())
 }
 
 /// Runs the file server until SIGINT or SIGTERM, then drains. Blocks without the GIL.
 /// Returns the server's stats.
 #[pyfunction]
 fn serve<'py>(py: Python<'py>, config: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyAny>> {
-    let cfg = to_spec::<ServeSpec>(config)?
-        .validate()
-        .map_err(spec_error)?;
+    let cfg = checked::<ServeSpec>(config)?;
     let server = Server::bind(cfg).map_err(spec_error)?;
     let stats = py
         .detach(|| server.run(true))
@@ -57,9 +49,7 @@ fn serve<'py>(py: Python<'py>, config: &Bound<'py, PyDict>) -> PyResult<Bound<'p
 /// summary, targets (paths by index), classes (names by index).
 #[pyfunction]
 fn load<'py>(py: Python<'py>, config: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = to_spec::<LoadSpec>(config)?
-        .validate()
-        .map_err(spec_error)?;
+    let cfg = checked::<LoadSpec>(config)?;
     let out = py
         .detach(|| schedlab_serve::load::run(&cfg))
         .map_err(|e| PyOSError::new_err(e.to_string()))?;
@@ -121,4 +111,18 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_cost, m)?)?;
     m.add_function(wrap_pyfunction!(sample_dist, m)?)?;
     Ok(())
+}
+
+impl Checked for ServeSpec {
+    type Valid = schedlab_serve::config::ServeConfig;
+    fn check(&self) -> Result<Self::Valid, schedlab_model::SpecError> {
+        self.validate()
+    }
+}
+
+impl Checked for LoadSpec {
+    type Valid = schedlab_serve::load::LoadConfig;
+    fn check(&self) -> Result<Self::Valid, schedlab_model::SpecError> {
+        self.validate()
+    }
 }

@@ -7,23 +7,26 @@ use pythonize::pythonize;
 
 use schedlab_sim::spec::{self, SimSpec};
 
-use crate::{spec_error, to_spec};
+use crate::{checked, spec_error, Checked};
 
 /// Checks a spec without running it; raises SpecError naming the key.
 #[pyfunction]
 fn validate(spec: &Bound<'_, PyDict>) -> PyResult<()> {
-    to_spec::<SimSpec>(spec)?
-        .validate()
-        .map(|_| ())
-        .map_err(spec_error)
+    checked::<SimSpec>(spec).map(|_| ())
+}
+
+impl Checked for SimSpec {
+    type Valid = spec::Config;
+    fn check(&self) -> Result<spec::Config, schedlab_model::SpecError> {
+        self.validate()
+    }
 }
 
 /// Runs one simulation. Returns a dict: summary, classes, tasks, loads, load_series, jobs (dict
 /// of numpy arrays or None), schedule (list of dicts or None).
 #[pyfunction]
 fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let spec: SimSpec = to_spec(spec)?;
-    let cfg = spec.validate().map_err(spec_error)?;
+    let cfg = checked::<SimSpec>(spec)?;
     let out = py.detach(|| schedlab_sim::run(&cfg)).map_err(spec_error)?;
     output_dict(py, out)
 }
@@ -40,7 +43,7 @@ fn simulate_many<'py>(
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     let cfgs = specs
         .iter()
-        .map(|s| to_spec::<SimSpec>(s)?.validate().map_err(spec_error))
+        .map(checked::<SimSpec>)
         .collect::<PyResult<Vec<_>>>()?;
     let workers = workers.unwrap_or_else(schedlab_sim::available_workers);
     let outs = py.detach(|| schedlab_sim::run_many(&cfgs, workers));
@@ -90,7 +93,7 @@ fn output_dict(py: Python<'_>, out: schedlab_sim::Output) -> PyResult<Bound<'_, 
 /// its pilot runs find with `warmup = "auto"` (without running the run itself).
 #[pyfunction]
 fn warmup(py: Python<'_>, spec: &Bound<'_, PyDict>) -> PyResult<u64> {
-    let cfg = to_spec::<SimSpec>(spec)?.validate().map_err(spec_error)?;
+    let cfg = checked::<SimSpec>(spec)?;
     py.detach(|| schedlab_sim::warmup_jobs(&cfg))
         .map_err(spec_error)
 }
