@@ -597,7 +597,52 @@ def _load(raw: dict[str, Any], base_dir: Path, src: str | None, quick: bool,
         for w in world_list:
             worlds.runner(w)
     _expand(exp)
+    _check_idle_worlds(exp)
     return exp
+
+
+def _check_idle_worlds(exp: Experiment) -> None:
+    """What the file writes for a world it does not run is checked as that world would read
+    it: a [worlds.NAME] table (a file switched to `world = "sim"` for a while keeps its server
+    table, and `jobs = -1` there must not wait to be found until the server runs), and a key
+    that every world the file runs drops (`cost = "lots"` in a simulator's file). Only those
+    keys are judged here: the rest of the file was checked for the worlds it runs."""
+    native, reading = worlds.key_worlds(), worlds.reading_worlds()
+    written = {f"{section}.{k}": k for section in ("workload", "machine", "experiment")
+               for k in getattr(exp.config, section).model_dump(exclude_none=True)}
+    dropped = {path: k for path, k in written.items()
+               if k in reading and not set(reading[k]) & set(exp.worlds)}
+    for w in WORLDS:
+        if w in exp.worlds:
+            continue
+        table = getattr(exp.config.worlds, w, None)
+        theirs = [exp.written_at(p) for p, k in dropped.items() if w in reading[k]]
+        if table is None and not theirs:
+            continue
+        judged = [exp.written_at(f"worlds.{w}")] + theirs
+        shadow = Experiment(name=exp.name, worlds=[w], raw=exp.raw, config=exp.config,
+                            base_dir=exp.base_dir, source=exp.source, quick=exp.quick,
+                            quick_keys=exp.quick_keys)
+        try:
+            _expand(shadow, pair_replays=False)
+            continue
+        except SpecError as e:
+            if any(e.key == p or e.key.startswith((f"{p}.", f"{p}[")) for p in judged):
+                raise
+        if table is None:
+            continue
+        # The rest of the file is not a run of that world (a simulator's file has no server
+        # cost model): the table's keys that a world of the file reads too are judged by it,
+        # on that world's first run.
+        values = table.model_dump(exclude_none=True)
+        for runs_in in exp.worlds:
+            shared = {k: v for k, v in values.items()
+                      if k not in RUNNER_KEYS and runs_in in native.get(k, ())}
+            first = next((r for r in exp.runs if r.world == runs_in and not r.skip), None)
+            if not shared or first is None or worlds.stand_in(runs_in):
+                continue
+            _check_values(runs_in, {**first.spec, **shared},
+                          {k: exp.written_at(f"worlds.{w}.{k}") for k in shared})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -875,7 +920,7 @@ def run_id(world: str, spec: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _expand(exp: Experiment) -> None:
+def _expand(exp: Experiment, pair_replays: bool = True) -> None:
     config = exp.config
     policies = _policies(config)
     exp.labels = [p[0] for p in policies]
@@ -975,7 +1020,8 @@ def _expand(exp: Experiment) -> None:
             path, value, reason = skips[world][0]
             raise spec_error(path, value, f"a key the {world} world can run ({reason}); "
                              f"no run of the {world} world would be left")
-    _pair_replays(exp, runs)
+    if pair_replays:
+        _pair_replays(exp, runs)
     order = {w: i for i, w in enumerate(exp.worlds)}
     runs.sort(key=lambda r: (order[r.world], r.point, r.policy_index, r.replication))
     exp.runs = runs

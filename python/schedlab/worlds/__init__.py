@@ -367,6 +367,13 @@ def class_key_worlds() -> dict[str, tuple[str, ...]]:
     return {k: tuple(w for w in WORLDS if isinstance(tables[w][k], Native)) for k in CLASS_KEYS}
 
 
+def reading_worlds() -> dict[str, tuple[str, ...]]:
+    """Per key, the worlds that read it, natively or by a mapping (not dropped or refused)."""
+    tables = {w: importlib.import_module(DEFAULT_MODULES[w]).KEYS for w in WORLDS}
+    return {k: tuple(w for w in WORLDS if isinstance(tables[w][k], Native | Maps))
+            for k in KEYS}
+
+
 def key_worlds() -> dict[str, tuple[str, ...]]:
     """Per key, the worlds that read it natively."""
     tables = {w: importlib.import_module(DEFAULT_MODULES[w]).KEYS for w in WORLDS}
