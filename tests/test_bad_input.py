@@ -44,7 +44,7 @@ BAD = [
     (["sim", "--replications", "0"], "replications"),
     (["sim", "--replications", "2", "--workers", "0"], "workers"),
     (["sim", "--jobs-out", "jobs.txt"], "jobs_out"),
-    (["sim", "--load", "0.5", "--jobs", "10", "--jobs-out", "/nonexistent/x/jobs.csv"],
+    (["sim", "--load", "0.5", "--jobs", "10", "--jobs-out", "/proc/x/jobs.csv"],
      "jobs_out"),
     (["sim", "--load", "0.5", "--jobs", "10", "--tasks-out", "/proc/tasks.csv"], "tasks_out"),
     (["sim", "--load", "0.5", "--jobs", "10", "--class", "name=A fraction=0.7", "--class",
@@ -63,7 +63,7 @@ BAD = [
     (["os", "--cpus", "-1"], "cpus"),
     (["os", "--clients", "1", "--jobs", "5", "--size", "exp:-2"], "size"),
     (["os", "--jobs-out", "jobs.txt"], "jobs_out"),
-    (["os", "--clients", "1", "--jobs", "2", "--trace-out", "/nonexistent/t.json"], "trace_out"),
+    (["os", "--clients", "1", "--jobs", "2", "--trace-out", "/proc/x/t.json"], "trace_out"),
     (["theory", "--policy", "foo", "--load", "0.5"], "policy"),
     (["theory", "--load", "1.2"], "load"),
     (["theory", "--load", "0.5", "--size", "exp:-1"], "size"),
@@ -79,7 +79,7 @@ BAD = [
     (["load", "--url", "http://127.0.0.1:9/", "--duration", "-1"], "duration"),
     (["load", "--url", "http://127.0.0.1:9/", "--time", "0ms"], "time"),
     (["load", "--url", "http://127.0.0.1:9/", "--time", "5", "--duration", "5"], "duration"),
-    (["load", "--url", "http://127.0.0.1:9/", "--clients", "1", "--out", "/nonexistent/r.csv"],
+    (["load", "--url", "http://127.0.0.1:9/", "--clients", "1", "--out", "/proc/x/r.csv"],
      "out"),
     (["load", "--url", "http://127.0.0.1:9/", "--clients", "1", "--duration", "1s"], "url"),
     (["run", "/nonexistent/experiment.toml"], "experiment"),
@@ -282,7 +282,7 @@ def test_the_python_api_names_the_key_of_a_value_of_the_wrong_type():
                        (lambda: schedlab.simulate("fcfs", load="0.5", jobs=10),
                         'load = "0.5": expected a number'),
                        (lambda: schedlab.simulate("fcfs", load=0.5, jobs="10"),
-                        'jobs = "10": expected a whole number >= 0'),
+                        'jobs = "10": expected a whole number >= 1'),
                        # Another policy's parameter, said as the command line says it.
                        (lambda: schedlab.simulate("fcfs", quantum=5, load=0.5, jobs=10),
                         "quantum = 5: expected no parameters for policy fcfs"),
@@ -508,3 +508,101 @@ def test_a_key_a_trace_or_clients_replace_is_named_with_its_value(tmp_path):
                        (["--clients", "3", "--arrival", "exp:2"], "arrival = exp:2: expected "
                         "nothing: a closed workload (clients) has no arrival rate")):
         assert text in _refused(["sim", *args], tmp_path, args[-2].lstrip("-")), args
+
+
+def test_a_negative_count_is_told_the_rule_that_0_would_meet(tmp_path):
+    # "jobs = -200: expected a whole number >= 0", then at 0 "... >= 1": two messages for one
+    # rule. The simulator's own rule is given where it refuses 0 too; a count that may be 0
+    # (seed) keeps ">= 0". The same from the command line, Python, and the core itself.
+    import schedlab
+    from schedlab import _core
+
+    assert "jobs = -200: expected a whole number >= 1" in _refused(
+        ["sim", "--jobs", "-200"], tmp_path, "jobs")
+    assert "clients = -2: expected a whole number >= 1" in _refused(
+        ["sim", "--clients", "-2", "--jobs", "10"], tmp_path, "clients")
+    for kwargs, text in (({"jobs": -3}, "jobs = -3: expected a whole number >= 1"),
+                         ({"bursts": -1}, "bursts = -1: expected a whole number >= 1"),
+                         ({"seed": -1}, "seed = -1: expected a whole number >= 0")):
+        with pytest.raises(schedlab.SpecError) as e:
+            schedlab.simulate("fcfs", load=0.5, **{"jobs": 10, **kwargs})
+        assert str(e.value) == text
+    for spec, text in (({"jobs": -3}, "jobs = -3: expected a whole number >= 1"),
+                       ({"jobs": 10, "buffer": -4}, "buffer = -4: expected a number of jobs "
+                        ">= 1"),
+                       ({"jobs": 10, "seed": -1}, "seed = -1: expected a whole number >= 0")):
+        with pytest.raises(schedlab.SpecError) as e:
+            _core.validate({"policy": "fcfs", "load": 0.5, **spec})
+        assert str(e.value) == text
+    # The server's load generator reads through the same door.
+    with pytest.raises(schedlab.SpecError) as e:
+        _core.load_validate({"url": "http://127.0.0.1:1/", "threads": -1})
+    assert str(e.value).startswith("threads = -1: expected"), str(e.value)
+
+
+IDLE_HEAD = ('[experiment]\nname = "e"\nworld = "sim"\n[workload]\nload = 0.5\njobs = 100\n'
+             '[[policy]]\nname = "fcfs"\n')
+
+
+@pytest.mark.parametrize("tail, key, text", [
+    # A server table in a simulator's file, whose workload the server cannot run (no cost
+    # model): its jobs are judged by the simulator, which reads jobs too.
+    ("[worlds.server]\njobs = -7\n", "worlds.server.jobs", "expected a whole number >= 1"),
+    ("[worlds.os]\nwarmup = -1\n", "worlds.os.warmup", "expected a whole number >= 0, or auto"),
+    ('[worlds.os]\ntime = "long"\n', "worlds.os.time", "expected a number"),
+    # Keys every world of the file drops are judged by the world that reads them.
+    ('[machine]\ncost = "lots"\n', "machine.cost", "'lots' does not start with a number"),
+    ('[machine]\nprofile = "missing.toml"\n', "machine.profile", "there is no such file"),
+])
+def test_what_a_file_writes_for_a_world_it_does_not_run_is_checked(tmp_path, tail, key, text):
+    # These ran (or waited for the day the world was switched on) before: nothing checked a
+    # table of a world left out of experiment.world, nor a key only such a world reads.
+    (tmp_path / "e.toml").write_text(IDLE_HEAD + tail)
+    assert text in _refused(["run", "e.toml", "--out", "out"], tmp_path, key)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]
+
+
+def test_a_world_left_out_keeps_its_table_and_the_file_runs(monkeypatch):
+    # The fileserver baseline with only the simulator: its server table and cost model are
+    # valid for the server, so they are checked and the file loads; a bad one is refused.
+    import copy
+
+    from schedlab import experiment
+
+    folder = ROOT / "experiments/fileserver"
+    monkeypatch.chdir(folder)  # a dict's files are found from the working directory
+    raw = experiment.read_toml(folder / "baseline.toml")
+    raw["experiment"]["world"] = ["sim"]
+    exp = experiment.load(raw)
+    assert exp.worlds == ["sim"] and len(exp.runs) == 4 * 10
+    for section, key, value, text in (
+            ("worlds", "server", {"time": -5}, "worlds.server.time = -5: expected"),
+            ("machine", "cost", "0.25ms+", "machine.cost = 0.25ms+: expected a cost")):
+        bad = copy.deepcopy(raw)
+        bad[section][key] = value
+        with pytest.raises(experiment.SpecError) as e:
+            experiment.load(bad)
+        assert str(e.value).startswith(text), str(e.value)
+
+
+def test_every_file_output_makes_its_missing_directories_and_only_then(tmp_path):
+    # One rule for every output (report --html made its directory, sim --jobs-out refused
+    # one that did not exist): a missing directory is made with the file, once the run has
+    # something to write; an ancestor that is a file, or a directory that takes no new ones,
+    # is refused before any work, and then nothing is made.
+    run = ["sim", "--load", "0.5", "--jobs", "300"]
+    out = subprocess.run([SCHEDLAB, *run, "--jobs-out", "a/b/jobs.csv", "--trace-out",
+                          "c/t.json"], capture_output=True, text=True, timeout=60,
+                         env=cli_env(), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert len((tmp_path / "a/b/jobs.csv").read_text().splitlines()) == 301
+    assert (tmp_path / "c/t.json").stat().st_size > 0
+    (tmp_path / "f").write_text("a file")
+    for args, key, why in (([*run, "--jobs-out", "f/x/jobs.csv"], "jobs_out",
+                            "a file in a directory (f is a file)"),
+                           ([*run, "--trace-out", "/proc/n/t.json"], "trace_out",
+                            "a file in a directory that can be made"),
+                           (["serve", "--root", ".", "--port", "0", "--stats", "f/s.json"],
+                            "stats", "a file in a directory (f is a file)")):
+        assert why in _refused(args, tmp_path, key), args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c", "f"]

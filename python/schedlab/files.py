@@ -22,6 +22,7 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     none. The file gets the permissions of any new file (0666 less the umask), not mkstemp's
     private 0600."""
     path = Path(path)
+    make_parent(path)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
@@ -37,12 +38,19 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
         raise
 
 
+def make_parent(path: str | Path) -> None:
+    """Makes a file's missing directories, when there is something to write (every output
+    does: `check_writable` found before any work that they can be made)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
 def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE_SUFFIXES,
-                   kind: str = "", make_parent: bool = False) -> None:
+                   kind: str = "") -> None:
     """Refuses, before any work, an output that could not be written: a name without one of
     `suffixes` (a table's .csv or .parquet by default; `()`: any name), a directory's name, or
-    a directory that does not exist (`make_parent`: that cannot be made) or does not take new
-    files. The name is checked before any directory is made."""
+    a directory that does not take new files. A missing directory is made when the file is
+    written (`make_parent`), so here its nearest existing ancestor must be a directory that
+    takes new ones; nothing is made now (a run refused later leaves nothing behind)."""
     if not isinstance(path, str | os.PathLike):
         raise spec_error(key, repr(path), f"a file's path (given: {type(path).__name__})")
     path = Path(path)
@@ -52,18 +60,16 @@ def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE
     if path.is_dir():
         raise spec_error(key, str(path), "a file to write (a directory of that name is there)")
     parent = path.parent
-    if make_parent and not parent.is_dir():
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise spec_error(key, str(path), f"a file in a directory that can be made "
-                             f"({e.strerror})") from None
-    if not parent.is_dir():
-        raise spec_error(key, str(path), f"a file in an existing directory ({parent} is not one)")
+    existing = parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    missing = existing != parent
+    if not existing.is_dir():
+        raise spec_error(key, str(path), f"a file in a directory ({existing} is a file)")
     try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".probe")
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=f".{path.name}.", suffix=".probe")
     except OSError as e:
-        raise spec_error(key, str(path), f"a file in a directory you can write ({e.strerror})") \
-            from None
+        where = "a directory that can be made" if missing else "a directory you can write"
+        raise spec_error(key, str(path), f"a file in {where} ({e.strerror})") from None
     os.close(fd)
     os.unlink(probe)

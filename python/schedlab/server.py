@@ -1038,7 +1038,12 @@ def _checked_serve(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from schedlab.files import make_parent
+
     cfg = serve_config(args)
+    for key in ("server_log", "stats"):  # the core writes them
+        if isinstance(cfg.get(key), str):
+            make_parent(cfg[key])
     stats = _core.serve(cfg)
     errors = sum(stats["errors"].values())
     print(f"schedlab serve: stopped ({'drained' if stats['drained'] else 'drain timed out'}); "
@@ -1095,6 +1100,10 @@ def _run_load(args: argparse.Namespace) -> dict[str, Any]:
     cfg = load_config(args)
     _core.load_validate(cfg)
     _check_reachable(args.url)
+    if cfg.get("hdr_log"):
+        from schedlab.files import make_parent
+
+        make_parent(cfg["hdr_log"])  # the core writes it
     raw = _core.load(cfg)
     if args.out:
         write_table(request_table(raw), args.out)

@@ -49,10 +49,10 @@ def report_context(res: Any) -> Context:
 def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     """Draws every plot the experiment asks for; returns the HTML file's path."""
     res = load_results(directory)
-    if html:  # refused before any figure is written; its directory is made if missing
+    if html:  # refused before any figure is written; its directory is made with the file
         from schedlab.files import check_writable
 
-        check_writable("html", html, (".html", ".htm"), make_parent=True)
+        check_writable("html", html, (".html", ".htm"))
     ctx = report_context(res)
     cfg = ctx.cfg
     fig_dir = Path(directory) / "report"
@@ -77,7 +77,6 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
             plot.svg = _inline_svg(buf.getvalue())  # type: ignore[attr-defined]
         plots.append(plot)
     out = Path(html) if html else Path(directory) / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
     traces = write_traces(res, ctx, fig_dir / "traces")
     text = _html_page(res, cfg, ctx, plots, traces)
     with atomic_file(out) as tmp:
