@@ -606,3 +606,38 @@ def test_every_file_output_makes_its_missing_directories_and_only_then(tmp_path)
                             "stats", "a file in a directory (f is a file)")):
         assert why in _refused(args, tmp_path, key), args
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c", "f"]
+
+
+def test_a_policy_parameter_given_as_text_is_refused_outside_the_command_line(tmp_path):
+    # quantum = "10" ran as 10 from a file and from Python, compensation = "yes" as true,
+    # while load = "0.5" was refused: text is read as a value where it was typed only.
+    import schedlab
+    from schedlab import experiment
+
+    for kwargs, text in (({"quantum": "10"}, 'quantum = "10": expected a number, a list of '
+                          "numbers or true/false, not text"),
+                         ({"params": {"quantum": "10"}}, 'quantum = "10": expected'),
+                         ({"policy": "lottery", "compensation": "yes"},
+                          'compensation = "yes": expected')):
+        with pytest.raises(schedlab.SpecError) as e:
+            schedlab.simulate(**{"policy": "rr", "load": 0.5, "jobs": 10, **kwargs})
+        assert str(e.value).startswith(text), str(e.value)
+    d = {"experiment": {"name": "x"}, "workload": {"load": 0.5, "jobs": 100},
+         "policy": [{"name": "fcfs"}, {"name": "rr", "quantum": "10"}]}
+    with pytest.raises(schedlab.SpecError) as e:
+        experiment.load(d)
+    assert str(e.value).startswith('policy[1].quantum = "10": expected a number'), str(e.value)
+    # Typed on the command line, the same text is a number (and a word a bool).
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "lottery", "--compensation", "yes",
+                          "--load", "0.5", "--jobs", "100", "--json"], capture_output=True,
+                         text=True, timeout=60, env=cli_env(), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    number = schedlab.simulate("rr", quantum=10, load=0.5, jobs=100).summary["response_mean"]
+    for policy in (["--policy", "rr:quantum=10"], ["--policy", "rr", "--quantum", "10"]):
+        out = subprocess.run([SCHEDLAB, "sim", *policy, "--load", "0.5", "--jobs", "100",
+                              "--json"], capture_output=True, text=True, timeout=60,
+                             env=cli_env(), cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["response_mean"] == number

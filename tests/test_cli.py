@@ -96,9 +96,13 @@ def test_a_parameter_given_two_ways_is_one_value_or_refused(tmp_path):
     out = schedlab("sim", "--spec", str(spec), *flags)
     assert out.returncode == 2 and "quantum = 5: expected one value of quantum: it is 3 in " \
         "the --spec file's params too" in out.stderr, out.stderr
-    # The same value written two ways is one value: a tuple and a list, text and a number,
-    # numpy's numbers and Python's.
-    assert sl.simulate("rr:quantum=7", quantum="7", **base).summary["response_mean"] == q7
+    # The same value written two ways is one value: a tuple and a list, the policy's text
+    # and a number, numpy's numbers and Python's.
+    assert sl.simulate("rr:quantum=7", quantum=7, **base).summary["response_mean"] == q7
+    # Text given as a value from Python is refused, as load = "0.5" is (it ran as 7 before).
+    with pytest.raises(sl.SpecError, match='quantum = "7": expected a number, a list of '
+                       'numbers or true/false, not text'):
+        sl.simulate("rr", quantum="7", **base)
     sl.validate("mlfq", params={"quanta": [1, 2, 4]}, quanta=(1, 2, 4), load=0.5, jobs=10)
     numpy_base = {**base, "clients": np.int64(2), "jobs": np.int64(500), "size": np.float64(20)}
     assert sl.simulate("rr", quantum=np.float64(7), **numpy_base).summary["response_mean"] == q7

@@ -144,6 +144,10 @@ def test_policy_lists_parse_parameters_and_lists():
     # A list followed by another parameter (it was read as a policy named "4").
     assert policies.parse("fcfs,mlfq:quanta=1,2,4:boost_period=100,rr") == [
         ("fcfs", {}), ("mlfq", {"quanta": [1.0, 2.0, 4.0], "boost_period": 100.0}), ("rr", {})]
+    # Labelled as it was written ("quanta=[1.0, 2.0, 4.0]" before).
+    assert policies.label("mlfq", {"quanta": [1.0, 2.0, 4.0], "boost_period": 100.0}) == \
+        "MLFQ quanta=1,2,4 boost_period=100"
+    assert policies.label("rr", {"quantum": 0.5}) == "RR quantum=0.5"
     for bad in ("fcfs,,srpt", "rr:colour=5", "nosuch", "rr:quantum", "mlfq:quanta=1,2:bogus=1"):
         with pytest.raises(schedlab.SpecError, match="policy"):
             policies.parse(bad)

@@ -453,7 +453,7 @@ def cmd_theory(args: argparse.Namespace) -> int:
     for name in sorted({q["name"] for info in policy_catalog() for q in info["params"]}):
         given = getattr(args, f"param_{name}", None)
         if given is not None:
-            params[name] = param_value(name, given)
+            params[name] = param_value(name, given, text=True)
     quantum = params.get("quantum")
     try:
         value = theory.mean_response(args.policy, arrival, args.size, cpus=args.cpus, **params)

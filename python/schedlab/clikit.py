@@ -239,7 +239,7 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     if getattr(args, "policy", None) is not None:
         spec["policy"] = on_line.of_policy(spec["policy"], f"--policy {spec['policy']}")
     # A flag's text read as its value (3, not "3": what was typed was a number).
-    on_line.give({name[len("param_"):]: param_value(name[len("param_"):], value)
+    on_line.give({name[len("param_"):]: param_value(name[len("param_"):], value, text=True)
                   for name, value in vars(args).items()
                   if name.startswith("param_") and value is not None}, "its flag")
     params = {**in_file.values, **on_line.values}

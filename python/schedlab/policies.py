@@ -35,8 +35,14 @@ def _class_name(name: str) -> str:
 
 def label(name: str, params: dict[str, Any]) -> str:
     """How tables and plots name a policy with its parameters: `RR quantum=5`, `Lottery`."""
-    return " ".join([_class_name(name)] + [f"{k}={f'{v:g}' if isinstance(v, float) else v}"
-                                           for k, v in params.items()])
+    return " ".join([_class_name(name)] + [f"{k}={_written(v)}" for k, v in params.items()])
+
+
+def _written(value: Any) -> str:
+    """A number as a user writes it (5, not 5.0), a list as the command line takes it."""
+    if isinstance(value, list | tuple):
+        return ",".join(_written(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 

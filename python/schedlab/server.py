@@ -1015,7 +1015,8 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
     params = dict(cfg.get("params") or {})
     for name, value in vars(args).items():
         if name.startswith("param_") and value is not None:
-            params[name[len("param_"):]] = param_value(name[len("param_"):], value)
+            params[name[len("param_"):]] = param_value(name[len("param_"):], value,
+                                                         text=True)
     if params:
         cfg["params"] = params
     return _checked_serve(cfg)

@@ -166,7 +166,7 @@ def slowdown_warning(spec: dict[str, Any]) -> str | None:
     given = {**param_defaults(name), **(spec.get("params") or {})}
     if "preemptive" in spec:
         given["preemptive"] = spec["preemptive"]
-    preemptive = param_value("preemptive", given.get("preemptive", False)) is True
+    preemptive = param_value("preemptive", given.get("preemptive", False), text=True) is True
     delayed = any((spec.get(k) or 0) > 0 for k in ("dispatch_delay", "start_cost", "idle_wake"))
     bursts = [spec.get("bursts")] + [c.get("bursts") for c in spec.get("classes") or []]
     delayed = delayed or spec.get("buffer") is not None or any((b or 1) > 1 for b in bursts)

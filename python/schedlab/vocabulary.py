@@ -290,9 +290,10 @@ def cpu_list(value: Any) -> list[int]:
     raise ValueError(value)
 
 
-def param_value(key: str, value: Any) -> Any:
-    """A policy parameter as the core takes it: a number, a list of numbers or a bool (text
-    from the CLI is read as one of these; numpy's numbers as Python's)."""
+def param_value(key: str, value: Any, text: bool = False) -> Any:
+    """A policy parameter as the core takes it: a number, a list of numbers or a bool
+    (numpy's numbers as Python's). Text is read as one of these only where it was typed on
+    the command line (`text`); from a file or Python, "10" is refused as `load = "0.5"` is."""
     if isinstance(value, bool | int | float):
         return value
     if isinstance(value, numbers.Integral):
@@ -303,14 +304,17 @@ def param_value(key: str, value: Any) -> Any:
         if not all(_is_number(v) and math.isfinite(v) for v in value):
             raise spec_error(key, list(value), "a number, a list of numbers or true/false")
         return [float(v) for v in value]
+    if isinstance(value, str) and not text:
+        raise spec_error(key, quoted(value), "a number, a list of numbers or true/false, not "
+                         "text (text is read as a value on the command line only)")
     if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("true", "yes", "on"):
+        word = value.strip().lower()
+        if word in ("true", "yes", "on"):
             return True
-        if text in ("false", "no", "off"):
+        if word in ("false", "no", "off"):
             return False
         try:
-            parts = [float(p) for p in text.split(",")]
+            parts = [float(p) for p in word.split(",")]
         except ValueError:
             raise spec_error(key, quoted(value), "a number, a list of numbers or true/false") \
                 from None
@@ -336,7 +340,7 @@ def _same(key: str, a: Any, b: Any) -> bool:
     """One value written two ways (5 and "5", a tuple and a list); text that is no number (a
     kernel policy's sched) as it is."""
     try:
-        return bool(param_value(key, a) == param_value(key, b))
+        return bool(param_value(key, a, text=True) == param_value(key, b, text=True))
     except SpecError:
         return bool(a == b)
 
@@ -458,7 +462,7 @@ def parse_policies(text: str) -> list[tuple[str, dict[str, Any]]]:
             name, params = out[-1]
             before = params[last]
             params[last] = [*(before if isinstance(before, list) else [before]),
-                            param_value(last, head)]
+                            param_value(last, head, text=True)]
             last = _policy_params(find_policy(name), piece, rest, params) or last
             continue
         if not piece:
@@ -482,7 +486,7 @@ def _policy_params(info: dict[str, Any], piece: str, items: list[str],
             allowed = ", ".join(sorted(names)) or "none"
             raise spec_error("policy", piece, f"NAME:PARAM=VALUE with PARAM a parameter of "
                              f"{info['name']} ({allowed})")
-        params[key] = param_value(key, value)
+        params[key] = param_value(key, value, text=True)
         last = key
     return last
 
