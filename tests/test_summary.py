@@ -163,6 +163,14 @@ def test_edge_cases_have_one_answer():
     blind = job_table().assign(context_switches=np.nan)
     s, _, _ = results.summarize(blind, [], CLASSES, {"measure_start": 0.0, "measure_end": 1.0})
     assert math.isnan(s["context_switches"]) and s["migrations"] > 0
+    # No measured job (a time-bounded run whose jobs outlast it): the sums over the measured
+    # jobs are NaN, not 0 beside tasks that were switched (the README's os lottery line
+    # showed 0 context switches). The simulator's run, through the one summary code.
+    import schedlab
+
+    r = schedlab.simulate("rr", quantum=1, clients=2, size="det:1e6", think="det:0", time=100)
+    assert r.summary["jobs"] == 0 and list(r.tasks["service"]) == [50.0, 50.0]
+    assert math.isnan(r.summary["context_switches"]) and math.isnan(r.summary["migrations"])
 
 
 def test_an_interval_never_reaches_below_zero():

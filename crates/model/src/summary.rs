@@ -702,13 +702,9 @@ impl Summarizer {
         } else {
             jain(task_rows.iter().map(|t| t.share_ratio))
         };
-        let count = |counted: bool, x: f64| {
-            if counted || self.response.n == 0 {
-                x
-            } else {
-                f64::NAN
-            }
-        };
+        // Sums over the measured jobs: NaN where no job was measured (a time-bounded run
+        // whose jobs outlast it), not 0 beside tasks that switched hundreds of times.
+        let count = |counted: bool, x: f64| if counted { x } else { f64::NAN };
         let multi = self.multi;
         let classes = self
             .classes
@@ -1046,7 +1042,8 @@ mod tests {
         );
         assert_eq!(s.jobs, 0);
         assert!(s.response_mean.is_nan() && s.response_p99.is_nan() && s.jain_share.is_nan());
-        assert_eq!(s.context_switches, 0.0);
+        // No measured job: no sum over them (0 was shown beside tasks that switched).
+        assert!(s.context_switches.is_nan() && s.migrations.is_nan());
         assert_eq!(classes.len(), 1);
         assert!(t.is_empty());
         // No measured arrival: no measured interval, so no makespan (not minus infinity).
