@@ -428,3 +428,26 @@ def test_a_mean_slowdown_that_is_infinite_in_theory_is_said_to_be():
                           "2000"], capture_output=True, text=True, timeout=60, env=cli_env())
     text = " ".join(out.stdout.split())
     assert "FCFS: WARNING: the mean slowdown is infinite" in text and "SRPT: WARNING" not in text
+
+
+def test_pythons_results_carry_the_warnings_the_command_line_prints():
+    # The infinite-slowdown WARNING was printed by `schedlab sim` only: a Result, its
+    # replications and their notebook views said nothing of it.
+    fcfs = schedlab.simulate("fcfs", load=0.8, jobs=2000)
+    warning = next(n for n in fcfs.notes if n.startswith("WARNING"))
+    assert "mean slowdown is infinite in theory (fcfs" in warning
+    assert fcfs.notes[0].startswith("warm-up: ") and len(fcfs.notes) == 3
+    assert repr(fcfs).endswith(", 1 WARNING in .notes>") and "\n" not in repr(fcfs)
+    assert "mean slowdown is infinite in theory" in fcfs._repr_html_()
+    srpt = schedlab.simulate("srpt", load=0.8, jobs=2000)
+    assert not [n for n in srpt.notes if n.startswith("WARNING")]
+    assert "WARNING" not in repr(srpt) and "WARNING" not in srpt._repr_html_()
+    reps = schedlab.simulate("fcfs", load=0.8, jobs=2000, replications=2)
+    assert [n[:50] for n in reps.notes] == [warning[:50]]
+    import html
+
+    assert "1 WARNING in .notes" in repr(reps) and html.escape(warning) in reps._repr_html_()
+    # A precision not reached is named by replication.
+    short = schedlab.simulate("srpt", load=0.8, precision=0.001, max_jobs=2000, replications=2)
+    assert [n.split(":")[0] for n in short.notes] == ["replication 0", "replication 1"]
+    assert all("precision 0.001 not reached" in n for n in short.notes)

@@ -22,7 +22,7 @@ from schedlab.clikit import (
     class_arg,
     spec_from_args,
 )
-from schedlab.summary_rows import slowdown_warning
+from schedlab.summary_rows import run_notes, slowdown_warning
 from schedlab.vocabulary import (
     KEYS,
     find_policy,
@@ -58,30 +58,6 @@ def summary_table(title: str, s: dict[str, Any]) -> Any:
     for row in metric_rows(s):
         table.add_row(*row)
     return table
-
-
-def run_notes(s: dict[str, Any], spec: dict[str, Any] | None = None) -> list[str]:
-    """What a reader must know about a run's numbers: its warm-up, how its intervals were
-    obtained, whether it reached the precision asked for (a warning when not), and, given
-    the run's spec, whether its mean slowdown is infinite in theory (a warning)."""
-    from schedlab.summary_rows import UNTRUSTED_MARK
-
-    notes = [f"warm-up: {s.get('warmup_jobs', 0)} jobs, measured from "
-             f"{s.get('warmup_time', float('nan')):.4g} ms"]
-    if s.get("ci_batches"):
-        how = ("uncorrelated" if s.get("ci_uncorrelated")
-               else f"NOT shown uncorrelated: too few jobs to trust the intervals "
-               f"marked {UNTRUSTED_MARK}")
-        notes.append(f"95% intervals from {s['ci_batches']} batches of {s['ci_batch_size']} "
-                     f"jobs ({how}); precision of the mean "
-                     f"{s.get('response_mean_precision', float('nan')):.2%}")
-    if s.get("precision_reached") is False:
-        notes.append(f"WARNING: precision {s['precision']:g} not reached "
-                     f"({s.get('response_mean_precision', float('nan')):.2%} at the cap); "
-                     f"raise {'max_jobs' if s.get('world', 'sim') == 'sim' else 'max_time'}")
-    if spec is not None and (warning := slowdown_warning(spec)):
-        notes.append(warning)
-    return notes
 
 
 TRACE_HELP = ("write the schedule as a Chrome/Perfetto trace: open it in ui.perfetto.dev "

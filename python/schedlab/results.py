@@ -31,6 +31,8 @@ from schedlab.summary_rows import (
     interval_text,
     metric_rows,
     number_text,
+    run_notes,
+    slowdown_warning,
 )
 from schedlab.vocabulary import spec_error, summary_units, table_units
 
@@ -114,27 +116,41 @@ def _environment() -> dict[str, Any]:
 # How a summary shows itself in a notebook (`_repr_html_`) and at a prompt (`__repr__`).
 # ---------------------------------------------------------------------------------------------
 
-def summary_html(summary: dict[str, Any], line: str, classes: pd.DataFrame | None = None) -> str:
+def summary_html(summary: dict[str, Any], line: str, classes: pd.DataFrame | None = None,
+                 warnings: list[str] | None = None) -> str:
     """A summary as a notebook shows it: its main metrics with units and 95% intervals, the
-    per-class table when there are classes, and one line about the run."""
+    per-class table when there are classes, one line about the run, and its warnings."""
     parts = [html_table(["metric", "value", "95% interval", "unit"],
                         [list(r) for r in metric_rows(summary)], right={1, 2})]
     header, rows = class_rows(None if classes is None else classes.to_dict("records"))
     if rows:
         parts.append(html_table(header, rows, caption="by class"))
     parts.append(f"<p>{html.escape(line)}</p>")
+    parts += [f"<p><strong>{html.escape(w)}</strong></p>" for w in warnings or []]
     return "<div>" + "".join(parts) + "</div>"
 
 
-def summary_repr(kind: str, line: str, summary: dict[str, Any]) -> str:
-    """One line: what the run was, then its mean and p99 response with their intervals."""
+def summary_repr(kind: str, line: str, summary: dict[str, Any],
+                 warnings: list[str] | None = None) -> str:
+    """One line: what the run was, then its mean and p99 response with their intervals, and
+    whether it has warnings (their text is in `.notes` and in the notebook's view)."""
     shown = []
     for key in ("response_mean", "response_p99"):
         if finite_number(summary.get(key)):
             ci = interval_text(interval_of(summary, key))
             shown.append(f"{LABELS[key]} {number_text(summary[key])} {UNITS[key]}"
                          + (f" {ci}" if ci else ""))
+    if warnings:
+        shown.append(f"{plural(len(warnings), 'WARNING')} in .notes")
     return f"<{kind} {line}" + (f"; {', '.join(shown)}" if shown else "") + ">"
+
+
+# The worlds whose runs are the simulator's model: theory's warnings about it apply.
+MODELLED = ("sim", "calibrated")
+
+
+def _warnings(notes: list[str]) -> list[str]:
+    return [n for n in notes if n.startswith("WARNING")]
 
 
 def plural(n: Any, word: str) -> str:
@@ -221,11 +237,20 @@ class Result:
             how += f", not shown uncorrelated ({UNTRUSTED_MARK}: too few jobs to trust them)"
         return f"{_run_line(s)} ({s.get('world', 'sim')}){how}"
 
+    @property
+    def notes(self) -> list[str]:
+        """What a reader must know about the numbers, as `schedlab sim` prints them under its
+        table: the warm-up, how the intervals were obtained, and WARNING lines (a precision
+        not reached; a mean slowdown that is infinite in theory, for the simulator's runs)."""
+        modelled = self.summary.get("world", "sim") in MODELLED
+        return run_notes(self.summary, self.spec if modelled else None)
+
     def __repr__(self) -> str:
-        return summary_repr("Result", self._line(), self.summary)
+        return summary_repr("Result", self._line(), self.summary, _warnings(self.notes))
 
     def _repr_html_(self) -> str:
-        return summary_html(self.summary, f"Result {self._line()}", self.classes)
+        return summary_html(self.summary, f"Result {self._line()}", self.classes,
+                            _warnings(self.notes))
 
 
 @dataclass
@@ -286,9 +311,20 @@ class Replications:
         return (f"{_run_line(s)} ({s.get('world', 'sim')}) in {len(self.runs)} replications; "
                 f"95% intervals: Student t across them")
 
+    @property
+    def notes(self) -> list[str]:
+        """Each replication's WARNING lines (`Result.notes`), named by replication, and the
+        spec's own once (a mean slowdown that is infinite in theory)."""
+        notes = [f"replication {i}: {n}" for i, r in enumerate(self.runs)
+                 for n in _warnings(run_notes(r.summary))]
+        first = self.runs[0]
+        if first.summary.get("world", "sim") in MODELLED:
+            notes += [w for w in [slowdown_warning(first.spec)] if w]
+        return notes
+
     def __repr__(self) -> str:
         s = self.summary
-        return summary_repr("Replications", self._line(s), s)
+        return summary_repr("Replications", self._line(s), s, _warnings(self.notes))
 
     def _repr_html_(self) -> str:
         s = self.summary
@@ -296,7 +332,8 @@ class Replications:
 
         classes = pd.DataFrame(classes_across_replications(
             [r.classes.to_dict("records") for r in self.runs]))
-        return summary_html(s, f"Replications {self._line(s)}", classes)
+        return summary_html(s, f"Replications {self._line(s)}", classes,
+                            _warnings(self.notes))
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> None:

@@ -149,6 +149,28 @@ def _near_zero(text: str) -> bool:
             or (name == "erlang" and p[0] == 1.0))
 
 
+def run_notes(s: dict[str, Any], spec: dict[str, Any] | None = None) -> list[str]:
+    """What a reader must know about a run's numbers: its warm-up, how its intervals were
+    obtained, whether it reached the precision asked for (a warning when not), and, given
+    the run's spec, whether its mean slowdown is infinite in theory (a warning)."""
+    notes = [f"warm-up: {s.get('warmup_jobs', 0)} jobs, measured from "
+             f"{s.get('warmup_time', float('nan')):.4g} ms"]
+    if s.get("ci_batches"):
+        how = ("uncorrelated" if s.get("ci_uncorrelated")
+               else f"NOT shown uncorrelated: too few jobs to trust the intervals "
+               f"marked {UNTRUSTED_MARK}")
+        notes.append(f"95% intervals from {s['ci_batches']} batches of {s['ci_batch_size']} "
+                     f"jobs ({how}); precision of the mean "
+                     f"{s.get('response_mean_precision', float('nan')):.2%}")
+    if s.get("precision_reached") is False:
+        notes.append(f"WARNING: precision {s['precision']:g} not reached "
+                     f"({s.get('response_mean_precision', float('nan')):.2%} at the cap); "
+                     f"raise {'max_jobs' if s.get('world', 'sim') == 'sim' else 'max_time'}")
+    if spec is not None and (warning := slowdown_warning(spec)):
+        notes.append(warning)
+    return notes
+
+
 def slowdown_warning(spec: dict[str, Any]) -> str | None:
     """A warning when a run's mean slowdown is infinite in theory, None otherwise. The mean
     slowdown is E[T(S)/S]: where sizes have a positive density at 0 (E[1/S] infinite) and a
