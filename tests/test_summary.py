@@ -130,8 +130,17 @@ def test_one_table_gives_one_summary_in_every_world():
     assert backwards["throughput_ci"] == ref["throughput_ci"]
     assert ref["throughput_ci"][0] < ref["throughput"] < ref["throughput_ci"][1]
     # The server world's p99.9, beyond the common keys: the same quantile rule, same jobs.
-    assert server_summary(jobs)["summary"]["response_p999"] == np.quantile(
+    server = server_summary(jobs)["summary"]
+    assert server["response_p999"] == np.quantile(
         jobs["response"], 0.999, method="inverted_cdf")
+    # Its interval (it had none): the load generator's sectioning of the responses in
+    # completion order, whatever the rows' order; it holds the quantile.
+    low, high = server["response_p999_ci"]
+    assert low <= server["response_p999"] <= high and high > low
+    assert server_summary(jobs.sample(frac=1, random_state=3))["summary"][
+        "response_p999_ci"] == [low, high]
+    ordered = jobs.sort_values("completion", kind="stable")["response"].to_numpy(dtype=float)
+    assert _core.quantiles_with_intervals(ordered, [0.999])[1][0] == [low, high]
     # Per class: the same definitions over each class's jobs.
     for c, name in enumerate(CLASSES):
         mine = jobs[jobs["class"] == c]

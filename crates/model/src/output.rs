@@ -514,6 +514,26 @@ impl SeriesStats {
     }
 }
 
+/// Quantiles `ps` of `values` (in the order they were measured: completion order) as the
+/// summary gives p50-p99, the lower empirical quantile, with their 95% intervals by
+/// sectioning, floored at 0 (a response is never negative). For quantiles the summary does
+/// not carry (the load generator's p90, p99.9; the server world's p99.9): the same code.
+pub fn quantiles_with_intervals(values: &[f64], ps: &[f64]) -> (Vec<f64>, Vec<[f64; 2]>) {
+    let mut q = crate::stats::Quantiles::default();
+    let mut series = SeriesStats::default();
+    for &v in values {
+        q.record(v);
+        series.add(v);
+    }
+    let whole = q.quantiles(ps);
+    let intervals = series
+        .quantile_intervals(ps, &whole)
+        .into_iter()
+        .map(|iv| iv.at_least(0.0).pair())
+        .collect();
+    (whole, intervals)
+}
+
 /// The rule of a run until precise, in every world that runs one: at every 10% more measured
 /// jobs, look at the mean response's interval; once it has been narrow enough (half-width at
 /// most `target` times the mean, with uncorrelated batches) at two looks in a row, the run

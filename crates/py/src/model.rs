@@ -284,16 +284,17 @@ fn mser5(series: PyReadonlyArray1<'_, f64>) -> PyResult<(usize, bool)> {
     Ok((t.discard, t.valid))
 }
 
-/// The quantiles at `ps` (in 0..=1) of `values` as every summary takes them: the lower
-/// empirical quantile, the ceil(p n)-th smallest (`schedlab_model::stats::Quantiles`); NaN
-/// when there are none.
+/// Quantiles `ps` of `values` in the order they were measured, with their 95% intervals by
+/// sectioning (`schedlab_model::output::quantiles_with_intervals`): ([q], [[low, high]]).
 #[pyfunction]
-fn quantiles(values: PyReadonlyArray1<'_, f64>, ps: Vec<f64>) -> PyResult<Vec<f64>> {
-    let mut q = schedlab_model::stats::Quantiles::default();
-    for &v in values.as_slice()? {
-        q.record(v);
-    }
-    Ok(q.quantiles(&ps))
+fn quantiles_with_intervals(
+    values: PyReadonlyArray1<'_, f64>,
+    ps: Vec<f64>,
+) -> PyResult<(Vec<f64>, Vec<[f64; 2]>)> {
+    Ok(schedlab_model::output::quantiles_with_intervals(
+        values.as_slice()?,
+        &ps,
+    ))
 }
 
 /// The share of each workload class from its `fraction` (None: not given), one rule in every
@@ -317,6 +318,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_weight, m)?)?;
     m.add_function(wrap_pyfunction!(nice_to_weight, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(quantiles_with_intervals, m)?)?;
     m.add_function(wrap_pyfunction!(policy_service, m)?)?;
     m.add_function(wrap_pyfunction!(check_discrete, m)?)?;
     m.add_function(wrap_pyfunction!(check_class_names, m)?)?;
@@ -326,7 +328,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policy_entitlements, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
     m.add_function(wrap_pyfunction!(mser5, m)?)?;
-    m.add_function(wrap_pyfunction!(quantiles, m)?)?;
     m.add_function(wrap_pyfunction!(class_shares, m)?)?;
     Ok(())
 }

@@ -23,8 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{ms_since, now_ns};
 use engine::{Arrivals, Engine, Plan, ThreadPlan};
 use schedlab_model::dist::Dist;
-use schedlab_model::output::{PrecisionWatch, SeriesStats};
-use schedlab_model::stats::Quantiles;
+use schedlab_model::output::{quantiles_with_intervals, PrecisionWatch};
 use schedlab_model::summary::{summarize, Counters, JobTable};
 use schedlab_model::SpecError;
 pub use workload::{BurstGroup, ClassSpec, TargetSpec, Workload};
@@ -742,22 +741,10 @@ fn summarize_responses(s: &mut LoadSummary, mut measured: Vec<(u64, u64)>, start
         ..Counters::default()
     };
     let (summary, _, _) = summarize(&jobs, &[], vec!["all".into()], &counters);
-    // p90 and p99.9 as the summary makes p50-p99: the lower empirical quantiles, and their
-    // intervals by sectioning the responses in completion order (the same code).
-    let mut q = Quantiles::default();
-    let mut series = SeriesStats::default();
-    for &r in &jobs.response {
-        q.record(r);
-        series.add(r);
-    }
-    let tail = q.quantiles(&[0.9, 0.999]);
-    let tail_ci: Vec<Vec<f64>> = series
-        .quantile_intervals(&[0.9, 0.999], &tail)
-        .into_iter()
-        .map(|iv| iv.at_least(0.0).pair().to_vec())
-        .collect();
-    s.response_p90_ci = tail_ci[0].clone();
-    s.response_p999_ci = tail_ci[1].clone();
+    // p90 and p99.9 as the summary makes p50-p99, responses in completion order.
+    let (tail, tail_ci) = quantiles_with_intervals(&jobs.response, &[0.9, 0.999]);
+    s.response_p90_ci = tail_ci[0].to_vec();
+    s.response_p999_ci = tail_ci[1].to_vec();
     s.response_mean = summary.response_mean;
     s.response_std = summary.response_std;
     s.response_p50 = summary.response_p50;
