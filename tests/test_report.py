@@ -1063,3 +1063,31 @@ def test_the_balance_caption_counts_traced_kernel_runs_whose_first_move_is_unkno
         plt.close(fig)
     assert ("(2 by idle balance, 1 by newly-idle balance of 3 runs; 1 more whose trace lacks "
             "a move the kernel counted, so its first move is unknown): an idle CPU") in text
+
+
+def test_the_fairness_caption_warns_where_the_mean_slowdown_is_infinite(small):
+    # Jain's index over slowdowns was drawn without a word where the mean slowdown is
+    # infinite in theory (schedlab sim and a Result's notes say it): exp:1 sizes under
+    # lottery, stride and FCFS, none of which serves a short job at once.
+    from types import SimpleNamespace
+
+    from schedlab.report.plots import _infinite_slowdown
+
+    _, html_path = small
+    text = " ".join(html_path.read_text().split())
+    assert "WARNING: the mean slowdown of " in text
+    labels = {r["label"] for r in schedlab.load_results(small[0]).manifest["runs"]}
+    warned = text.split("WARNING: the mean slowdown of ")[1].split(" is infinite")[0]
+    assert set(warned.split(", ")) == labels, warned
+
+    def ctx(*runs):
+        return SimpleNamespace(res=SimpleNamespace(manifest={"runs": list(runs)}))
+
+    fcfs = {"world": "sim", "label": "FCFS", "spec": {"policy": "fcfs", "size": "exp:1"}}
+    assert "of FCFS is infinite" in _infinite_slowdown(ctx(fcfs, {**fcfs, "label": "FCFS"}))
+    # Deterministic sizes, a policy that serves short jobs at once, a real world, a run
+    # skipped: nothing to say.
+    for run in ({**fcfs, "spec": {"policy": "fcfs", "size": "det:20"}},
+                {**fcfs, "spec": {"policy": "srpt", "size": "exp:1"}},
+                {**fcfs, "world": "server"}, {**fcfs, "skip": "no model"}):
+        assert _infinite_slowdown(ctx(run)) == "", run

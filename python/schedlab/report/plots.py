@@ -693,9 +693,28 @@ def fairness(ctx: Context) -> Plot:
         ax.set_title(t)
         ax.set_ylim(0, 1.05)
     figure_legend(fig, axes)
+    unsettled = _infinite_slowdown(ctx) if any(m == "jain_slowdown" for m, _ in metrics) else ""
     return Plot("fairness", "Jain's fairness", "Jain's index J = (sum x)^2 / (n sum x^2): over "
                 "per-job slowdowns, and over per-task CPU share divided by entitlement (closed "
-                "workloads and classes with tickets or weights)." + coincide, fig)
+                "workloads and classes with tickets or weights)." + coincide + unsettled, fig)
+
+
+def _infinite_slowdown(ctx: Context) -> str:
+    """A caption's WARNING, as `schedlab sim` and a Result's notes give it, naming the
+    policies whose simulated runs have a mean slowdown infinite in theory: their index over
+    slowdowns does not settle as the runs grow."""
+    from schedlab.summary_rows import slowdown_warning
+
+    labels: list[str] = []
+    for run in ctx.res.manifest.get("runs", []):
+        if (run.get("world") in ("sim", "calibrated") and run["label"] not in labels
+                and not run.get("skip") and slowdown_warning(run.get("spec") or {})):
+            labels.append(run["label"])
+    if not labels:
+        return ""
+    return (f" WARNING: the mean slowdown of {', '.join(labels)} is infinite in theory (sizes "
+            "with E[1/S] = inf, and a policy or machine that makes a short job wait): their "
+            "index over slowdowns does not settle as the runs grow.")
 
 
 # ---------------------------------------------------------------------------------------------
