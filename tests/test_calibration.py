@@ -230,12 +230,13 @@ def test_a_bad_profile_is_one_error_naming_the_key(tmp_path, text, why):
 
 
 def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
+    (tmp_path / "f").write_text("a file, where a directory would be made")
     for args, key in ((["--out", str(tmp_path / "p.txt")], "out = "),
                       (["--out", str(tmp_path / "p.toml"), "--cost", "5xs"], "cost = 5xs"),
                       (["--out", str(tmp_path / "p.toml"), "--cpus", "0"], "cpus = 0"),
                       (["--out", str(tmp_path / "p.toml"), "--phase-ms", "500"],
                        "phase_ms = 500.0: expected ms of load per server phase, from 1000"),
-                      (["--out", str(tmp_path / "nowhere" / "p.toml")], "out = ")):
+                      (["--out", str(tmp_path / "f" / "p.toml")], "out = ")):
         out = subprocess.run([SCHEDLAB, "calibrate", "server", *args], capture_output=True,
                              text=True, env=cli_env(), timeout=60)
         assert out.returncode == 2, out.stderr
@@ -253,7 +254,7 @@ def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
                           "--reps", "0"], capture_output=True, text=True, env=cli_env(),
                          timeout=60)
     assert out.returncode == 2 and "reps = 0: expected repetitions of each os phase" in out.stderr
-    assert not list(tmp_path.iterdir())
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]
     with pytest.raises(schedlab.SpecError, match="^world = disk: expected server or os"):
         schedlab.calibrate("disk")
     for option, message in ((dict(phase_ms=0), "^phase_ms = 0: "),
@@ -261,7 +262,7 @@ def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
                             (dict(quick="yes"), '^quick = "yes": expected true or false')):
         with pytest.raises(schedlab.SpecError, match=message):
             schedlab.calibrate("server", tmp_path / "p.toml", **option)
-    assert not list(tmp_path.iterdir())
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]
 
 
 OS_PROFILE = """

@@ -417,10 +417,14 @@ def test_kernel_runs_without_samples_are_refused_naming_the_key(tmp_path: Path):
 
 def test_a_trace_path_is_checked_before_any_work(tmp_path: Path):
     st.check_trace_out("trace_out", tmp_path / "ok.json")
-    for bad in (tmp_path / "x.csv", tmp_path / "missing" / "x.json"):
+    # A missing directory is made when the trace is written, not by the check.
+    st.check_trace_out("trace_out", tmp_path / "missing" / "x.json")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "f").write_text("a file")
+    for bad in (tmp_path / "x.csv", tmp_path / "f" / "x.json"):
         with pytest.raises(SpecError, match="trace_out"):
             st.check_trace_out("trace_out", bad)
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]
 
 
 # --- Perfetto's trace processor, where it runs offline ------------------------------------
