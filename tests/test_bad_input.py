@@ -523,10 +523,21 @@ def test_a_negative_count_is_told_the_rule_that_0_would_meet(tmp_path):
         ["sim", "--clients", "-2", "--jobs", "10"], tmp_path, "clients")
     for kwargs, text in (({"jobs": -3}, "jobs = -3: expected a whole number >= 1"),
                          ({"bursts": -1}, "bursts = -1: expected a whole number >= 1"),
-                         ({"seed": -1}, "seed = -1: expected a whole number >= 0")):
+                         ({"seed": -1}, "seed = -1: expected a whole number >= 0"),
+                         # Counts the core judges only beside other keys are asked so too.
+                         ({"batches": -1}, "batches = -1: expected a whole number >= 1"),
+                         ({"precision": 0.1, "jobs": None, "max_jobs": -2},
+                          "max_jobs = -2: expected a whole number >= 1")):
         with pytest.raises(schedlab.SpecError) as e:
             schedlab.simulate("fcfs", load=0.5, **{"jobs": 10, **kwargs})
         assert str(e.value) == text
+    # A class may have no clients: its rule stays ">= 0", not the whole workload's ">= 1".
+    with pytest.raises(schedlab.SpecError) as e:
+        schedlab.simulate("fcfs", jobs=10, classes=[{"clients": -1, "think": "exp:1"},
+                                                    {"clients": 2, "think": "exp:1"}])
+    assert str(e.value) == "classes[0].clients = -1: expected a whole number >= 0"
+    schedlab.simulate("fcfs", jobs=10, classes=[{"clients": 0, "think": "exp:1"},
+                                                {"clients": 2, "think": "exp:1"}])
     for spec, text in (({"jobs": -3}, "jobs = -3: expected a whole number >= 1"),
                        ({"jobs": 10, "buffer": -4}, "buffer = -4: expected a number of jobs "
                         ">= 1"),

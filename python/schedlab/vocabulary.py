@@ -375,23 +375,36 @@ class Params:
         return policy
 
 
+# Specs the core accepts, to ask it about one count alone: a count may need others beside
+# it (max_jobs needs precision, clients has no load). choices, whose rule names cpus, is
+# not asked.
+_PROBE_SPECS = (
+    {"policy": "fcfs", "load": 0.5, "jobs": 10},
+    {"policy": "fcfs", "jobs": 10},
+    {"policy": "fcfs", "load": 0.5, "precision": 0.1},
+)
+
+
 @cache
 def _count_rule(key: str) -> str | None:
     """The simulator's own rule for a count it refuses at 0 (jobs: "a whole number >= 1"),
     so that a negative count is not told ">= 0" and then, at 0, ">= 1". Asked of the core
-    with 0 and 1: a rule that refuses 1 too depends on other keys and is not given here."""
+    with 0 and 1 in a spec that takes 1: a rule that refuses 1 in every such spec depends on
+    other keys and is not given here."""
     if key not in _core.SIM_KEYS:
         return None
 
-    def refusal(value: int) -> str | None:
+    def refusal(base: dict, value: int) -> str | None:
         try:
-            _core.validate({"policy": "fcfs", key: value})
+            _core.validate({**base, key: value})
         except SpecError as e:
-            return e.allowed if e.key == key else None
+            return e.allowed if e.key == key else ""
         return None
 
-    at_zero = refusal(0)
-    return at_zero if at_zero is not None and refusal(1) is None else None
+    for base in _PROBE_SPECS:
+        if refusal(base, 1) is None:
+            return refusal(base, 0) or None
+    return None
 
 
 def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
@@ -413,7 +426,8 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
                 and (least is None or value >= least)):
             return int(value)
         raise spec_error(path, shown, "a whole number" if least is None else
-                         _count_rule(key) or f"a whole number >= {least}")
+                         (where is None and _count_rule(key))
+                         or f"a whole number >= {least}")
     elif form == "int|auto":
         if value == "auto":
             return value
