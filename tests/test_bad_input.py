@@ -564,6 +564,14 @@ IDLE_HEAD = ('[experiment]\nname = "e"\nworld = "sim"\n[workload]\nload = 0.5\nj
     # Keys every world of the file drops are judged by the world that reads them.
     ('[machine]\ncost = "lots"\n', "machine.cost", "'lots' does not start with a number"),
     ('[machine]\nprofile = "missing.toml"\n', "machine.profile", "there is no such file"),
+    # ... even where the rest of the file is no run of that world (a simulator's open
+    # arrivals and no cost model, which the server and the os world cannot run).
+    ('[machine]\ncost_mode = "bogus"\n', "machine.cost_mode", "expected sleep or spin"),
+    ("[machine]\nmax_connections = -1\n", "machine.max_connections",
+     "expected a whole number >= 1"),
+    ('[machine]\nenforce = "bogus"\n', "machine.enforce", "expected stop or fifo"),
+    ("[worlds.server]\nthreads = -1\n", "worlds.server.threads",
+     "expected a whole number from 1 to 256"),
 ])
 def test_what_a_file_writes_for_a_world_it_does_not_run_is_checked(tmp_path, tail, key, text):
     # These ran (or waited for the day the world was switched on) before: nothing checked a
@@ -571,6 +579,33 @@ def test_what_a_file_writes_for_a_world_it_does_not_run_is_checked(tmp_path, tai
     (tmp_path / "e.toml").write_text(IDLE_HEAD + tail)
     assert text in _refused(["run", "e.toml", "--out", "out"], tmp_path, key)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]
+
+
+def test_a_boolean_key_takes_true_or_false_only(tmp_path):
+    # The core read a boolean as any value's truth: keep_alive = "false" in a server table
+    # ran with keep-alive on, keep_jobs = "false" kept the jobs.
+    from schedlab import _core
+
+    (tmp_path / "e.toml").write_text(
+        '[experiment]\nname = "e"\nworld = "server"\n[workload]\nload = 0.5\njobs = 100\n'
+        '[machine]\ncost = "1ms"\n[[policy]]\nname = "fcfs"\n[worlds.server]\n'
+        'keep_alive = "false"\n')
+    assert 'worlds.server.keep_alive = "false": expected true or false' in _refused(
+        ["run", "e.toml", "--out", "out"], tmp_path, "worlds.server.keep_alive")
+    for check, spec, text in (
+            (_core.load_validate, {"url": "http://127.0.0.1:1/", "clients": 2, "jobs": 10,
+                                   "keep_alive": "x"}, 'keep_alive = "x"'),
+            (_core.validate, {"policy": "fcfs", "load": 0.5, "jobs": 10,
+                              "keep_jobs": "false"}, 'keep_jobs = "false"'),
+            (_core.validate, {"policy": "fcfs", "load": 0.5, "jobs": 10,
+                              "classes": [{"final_io": 1}, {}]}, "classes[0].final_io = 1"),
+            (_core.serve_validate, {"root": str(tmp_path), "announce": "yes"},
+             'announce = "yes"')):
+        with pytest.raises(_core.SpecError) as e:
+            check(spec)
+        assert str(e.value) == f"{text}: expected true or false"
+    _core.load_validate({"url": "http://127.0.0.1:1/", "clients": 2, "jobs": 10,
+                         "keep_alive": False, "progress": None})
 
 
 def test_a_world_left_out_keeps_its_table_and_the_file_runs(monkeypatch):

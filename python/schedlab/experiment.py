@@ -629,11 +629,22 @@ def _check_idle_worlds(exp: Experiment) -> None:
         except SpecError as e:
             if any(e.key == p or e.key.startswith((f"{p}.", f"{p}[")) for p in judged):
                 raise
+        # The rest of the file is not a run of that world (a simulator's file has no server
+        # cost model): the judged keys, together, are judged by that world in a workload
+        # every world runs.
+        alone = {k: getattr(getattr(exp.config, path.split(".")[0]), k)
+                 for path, k in dropped.items() if w in reading[k]}
+        alone_at = {k: exp.written_at(path) for path, k in dropped.items() if k in alone}
+        if table is not None:
+            own = {k: v for k, v in table.model_dump(exclude_none=True).items()
+                   if k not in RUNNER_KEYS}
+            alone.update(own)
+            alone_at.update({k: exp.written_at(f"worlds.{w}.{k}") for k in own})
+        _check_judged(w, alone, alone_at)
         if table is None:
             continue
-        # The rest of the file is not a run of that world (a simulator's file has no server
-        # cost model): the table's keys that a world of the file reads too are judged by it,
-        # on that world's first run.
+        # The table's keys that a world of the file reads too are judged by it as well, on
+        # that world's first run.
         values = table.model_dump(exclude_none=True)
         for runs_in in exp.worlds:
             shared = {k: v for k, v in values.items()
@@ -643,6 +654,23 @@ def _check_idle_worlds(exp: Experiment) -> None:
                 continue
             _check_values(runs_in, {**first.spec, **shared},
                           {k: exp.written_at(f"worlds.{w}.{k}") for k in shared})
+
+
+# A workload every world runs (the os world has no open arrivals), to judge keys in.
+EVERY_WORLD_RUNS = {"policy": "fcfs", "clients": 2, "jobs": 10}
+
+
+def _check_judged(world: str, values: dict[str, Any], where: dict[str, str]) -> None:
+    """`values` as `world` reads them beside a workload it runs; only a refusal of one of
+    them is reported (one that names the workload is not theirs)."""
+    if not values:
+        return
+    flat = {**EVERY_WORLD_RUNS, **values}
+    try:
+        worlds.validator(world)(**flat)
+    except SpecError as e:
+        if re.split(r"[\[.]", e.key, maxsplit=1)[0] in where:
+            _check_values(world, flat, where)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ pub mod params;
 pub mod placement;
 pub mod shares;
 pub mod stats;
+pub mod truth;
 pub mod summary;
 pub mod units;
 pub mod vocabulary;

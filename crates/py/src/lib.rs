@@ -98,6 +98,11 @@ fn read_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> Result<T, SpecErr
             format!("a whole number ({})", type_given(&inner))
         } else if inner.contains("must be real number") {
             format!("a number ({})", type_given(&inner))
+        } else if let Some((_, expected)) = inner
+            .strip_prefix("invalid type: ")
+            .and_then(|rest| rest.split_once(", expected "))
+        {
+            expected.to_string()
         } else if let Some(rest) = inner.strip_prefix("unexpected type: ") {
             // pythonize's "'str' object is not an instance of 'Mapping'": what was expected.
             let kind = match rest.rsplit('\'').nth(1) {

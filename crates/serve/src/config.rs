@@ -65,6 +65,7 @@ pub struct ServeSpec {
     #[serde(alias = "log")]
     pub server_log: Option<String>,
     pub stats: Option<String>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub announce: Option<bool>,
 }
 

@@ -29,6 +29,7 @@ pub struct ClassSpec {
     pub think: Option<String>,
     pub bursts: Option<u32>,
     pub io: Option<String>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub final_io: Option<bool>,
     pub io_kind: Option<String>,
     pub affinity: Option<Vec<u32>>,
@@ -44,6 +45,7 @@ pub struct SimSpec {
     pub size: Option<String>,
     pub jobs: Option<u64>,
     pub time: Option<f64>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub drain: Option<bool>,
     pub clients: Option<u32>,
     pub think: Option<String>,
@@ -51,8 +53,10 @@ pub struct SimSpec {
     pub classes: Option<Vec<ClassSpec>>,
     pub bursts: Option<u32>,
     pub io: Option<String>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub final_io: Option<bool>,
     pub io_device: Option<String>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub allow_unstable: Option<bool>,
     pub cpus: Option<u32>,
     pub context_switch: Option<f64>,
@@ -88,7 +92,9 @@ pub struct SimSpec {
     pub precision: Option<f64>,
     pub max_jobs: Option<u64>,
     pub batches: Option<u32>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub keep_jobs: Option<bool>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub keep_schedule: Option<bool>,
     pub load_sample: Option<f64>,
 }

@@ -88,6 +88,13 @@ def _number(key: str, value: Any, lo: float | None = None, integer: bool = False
     return float(value)
 
 
+def _flag(spec: dict[str, Any], key: str, default: bool) -> bool:
+    value = spec.get(key, default)
+    if not isinstance(value, bool):
+        raise spec_error(key, value, "true or false")
+    return value
+
+
 def _dist(key: str, value: Any) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = f"det:{value}"
@@ -446,16 +453,12 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     io_dir = spec.get("io_dir", "/var/tmp")
     if any(t["io"] and "dsync" in t["io"] for t in tasks) and not os.path.isdir(io_dir):
         raise spec_error("io_dir", io_dir, "an existing directory")
-    job_counters = spec.get("job_counters", True)
-    if not isinstance(job_counters, bool):
-        raise spec_error("job_counters", job_counters, "true or false")
+    job_counters = _flag(spec, "job_counters", True)
     pretend = spec.get("pretend_missing", [])
     if not isinstance(pretend, list) or any(p not in ("schedstat", "sched", "tracefs")
                                             for p in pretend):
         raise spec_error("pretend_missing", pretend, "a list of schedstat, sched, tracefs")
-    trace_migrations = spec.get("trace_migrations", False)
-    if not isinstance(trace_migrations, bool):
-        raise spec_error("trace_migrations", trace_migrations, "true or false")
+    trace_migrations = _flag(spec, "trace_migrations", False)
     if trace_migrations:
         # Refused before anything starts, as any other key the machine cannot honour.
         from schedlab.osrun.ktrace import check_tracefs
@@ -482,8 +485,8 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     # Every os workload is closed (it starts with every process): no warm-up unless asked.
     warmup = spec.get("warmup", 0)
     auto_warmup = warmup == "auto"
-    if isinstance(warmup, str) and not auto_warmup:
-        raise spec_error("warmup", warmup, "a whole number of jobs >= 0, or auto")
+    if not auto_warmup:
+        _number("warmup", warmup, lo=0, integer=True, allowed="a whole number >= 0, or auto")
     options = {
         "dispatcher": dispatcher,
         "class_names": class_names,
@@ -491,7 +494,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "warmup": 0 if auto_warmup else int(_number("warmup", warmup, lo=0, integer=True)),
         "auto_warmup": auto_warmup,
         "warmup_time": _number("warmup_time", spec.get("warmup_time", 0.0), lo=0),
-        "keep_jobs": bool(spec.get("keep_jobs", True)),
+        "keep_jobs": _flag(spec, "keep_jobs", True),
         "quiet_wait": _number("quiet_wait", spec.get("quiet_wait", 5000), lo=0),
         "noise_threshold": _fraction("noise_threshold", spec.get("noise_threshold", 0.1)),
         "retry_noisy": int(_number("retry_noisy", spec.get("retry_noisy", 0), lo=0,

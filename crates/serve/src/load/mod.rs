@@ -93,9 +93,12 @@ pub struct LoadSpec {
     pub connections: Option<u32>,
     pub timeout: Option<f64>,
     pub miss: Option<f64>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub keep_alive: Option<bool>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub keep_requests: Option<bool>,
     pub hdr_log: Option<String>,
+    #[serde(default, with = "schedlab_model::truth")]
     pub progress: Option<bool>,
 }
 
