@@ -3,7 +3,9 @@ traceback, nothing written, and before any work starts."""
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 import subprocess
 
 import pytest
@@ -652,6 +654,31 @@ def test_every_file_output_makes_its_missing_directories_and_only_then(tmp_path)
                             "stats", "a file in a directory (f is a file)")):
         assert why in _refused(args, tmp_path, key), args
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c", "f"]
+    # A link to nothing is there: no directory can be made in its place (this ran the whole
+    # simulation, then failed on mkdir with a traceback).
+    (tmp_path / "f").unlink()
+    os.symlink("nowhere", tmp_path / "gone")
+    assert "a file in a directory (gone is a link to nothing)" in _refused(
+        [*run, "--jobs-out", "gone/x/jobs.csv"], tmp_path, "jobs_out")
+    # A server refused (a bad key; a port in use) makes no directory for its outputs.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for args, key in ((["--cpus", "0"], "cpus"), (["--port", port], "port")):
+            _refused(["serve", "--root", ".", "--port", "0", "--stats", "new/s.json",
+                      "--server-log", "new/l/log.csv", *args], tmp_path, key)
+    # The server world checks the logs it keeps where a file asks, before any run.
+    (tmp_path / "f").write_text("a file")
+    from schedlab import SpecError, worlds
+
+    for key in ("hdr_log", "server_log"):
+        with pytest.raises(SpecError) as e:
+            worlds.validator("server")(policy="fcfs", clients=2, jobs=10,
+                                       **{key: str(tmp_path / "f/x.log")})
+        assert str(e.value).startswith(f"{key} = {tmp_path / 'f/x.log'}: expected a file in "
+                                       "a directory"), str(e.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c", "f", "gone"]
 
 
 def test_a_policy_parameter_given_as_text_is_refused_outside_the_command_line(tmp_path):

@@ -685,9 +685,14 @@ def test_same_spec_in_sim_and_server_worlds_agree(tmp_path: Path) -> None:
     spec = {"policy": "fcfs", "arrival": "exp:20", "size": "det:10", "jobs": 400, "seed": 2}
     sim = schedlab.simulate(**spec).summary["response_mean"]
     assert abs(sim - 15.0) / 15.0 < 0.15, sim  # 400 jobs: s.e. about 6%
-    r = run({**spec, "cost": "0ms+0.01ms/KB", "cpus": 1, "files": 4})
+    # The logs a user keeps go where asked, their missing directories made.
+    kept = {"server_log": tmp_path / "logs/a/requests.csv", "hdr_log": tmp_path / "logs/h.hlog"}
+    r = run({**spec, "cost": "0ms+0.01ms/KB", "cpus": 1, "files": 4,
+             **{k: str(v) for k, v in kept.items()}})
     srv = r.summary
     assert srv["jobs"] == 400 and srv["errors"] == 0
+    assert len(kept["server_log"].read_text().splitlines()) >= 401
+    assert kept["hdr_log"].stat().st_size > 0
     j = r.jobs
     # Every column has its unit; a request's size is its service by the cost model in ms, as
     # in every world, its file in bytes, the worker time it got in ms.

@@ -22,8 +22,12 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     none. The file gets the permissions of any new file (0666 less the umask), not mkstemp's
     private 0600."""
     path = Path(path)
-    make_parent(path)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    made = make_parent(path)
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except BaseException:
+        unmake(made)
+        raise
     os.close(fd)
     tmp = Path(name)
     try:
@@ -35,13 +39,29 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        unmake(made)
         raise
 
 
-def make_parent(path: str | Path) -> None:
+def make_parent(path: str | Path) -> list[Path]:
     """Makes a file's missing directories, when there is something to write (every output
-    does: `check_writable` found before any work that they can be made)."""
+    does: `check_writable` found before any work that they can be made); returns those it
+    made, outermost first, for `unmake` if the file is not written after all."""
+    made = []
+    parent = Path(path).parent
+    while not (parent.exists() or parent.is_symlink()) and parent != parent.parent:
+        made.append(parent)
+        parent = parent.parent
     Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return made[::-1]
+
+
+def unmake(made: list[Path]) -> None:
+    """Removes the directories `make_parent` made, innermost first, where they are still
+    empty: a file that was not written leaves nothing behind."""
+    for d in reversed(made):
+        with contextlib.suppress(OSError):
+            d.rmdir()
 
 
 def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE_SUFFIXES,
@@ -61,11 +81,13 @@ def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE
         raise spec_error(key, str(path), "a file to write (a directory of that name is there)")
     parent = path.parent
     existing = parent
-    while not existing.exists() and existing != existing.parent:
+    # A link to nothing is there too: a directory cannot be made in its place.
+    while not (existing.exists() or existing.is_symlink()) and existing != existing.parent:
         existing = existing.parent
     missing = existing != parent
     if not existing.is_dir():
-        raise spec_error(key, str(path), f"a file in a directory ({existing} is a file)")
+        what = "a link to nothing" if not existing.exists() else "a file"
+        raise spec_error(key, str(path), f"a file in a directory ({existing} is {what})")
     try:
         fd, probe = tempfile.mkstemp(dir=existing, prefix=f".{path.name}.", suffix=".probe")
     except OSError as e:

@@ -37,6 +37,7 @@ import schedlab._core as _core
 from schedlab import noise
 from schedlab._core import SpecError
 from schedlab.clikit import Parser, add_policy_param_flags
+from schedlab.files import check_writable, make_parent, unmake
 from schedlab.lifetime import alive, child_env, die_with_parent
 from schedlab.vocabulary import find_policy, param_value, spec_error
 
@@ -362,6 +363,9 @@ def plan(spec: dict[str, Any]) -> Plan:
              **{k: float(c[k]) for k in ("priority", "tickets", "weight", "nice", "deadline")
                 if k in c}}
             for c in classes]
+    for k in ("server_log", "hdr_log"):  # kept where the user asked: refused before any run
+        if spec.get(k) is not None:
+            check_writable(k, spec[k], ())
     threshold = _num("noise_threshold", spec.get("noise_threshold", DEFAULT_NOISE_THRESHOLD))
     if threshold > 1:
         raise spec_error("noise_threshold", threshold, "a fraction of the CPUs, from 0 to 1")
@@ -523,6 +527,9 @@ def run(spec: dict[str, Any]) -> Result:
         log_path = Path(spec.get("server_log") or work / "requests.csv")
         stats_path = work / "stats.json"
         hdr = spec.get("hdr_log")
+        for kept in (spec.get("server_log"), hdr):
+            if kept is not None:
+                make_parent(kept)
         config = {**p.serve, "root": str(root), "server_log": str(log_path),
                   "stats": str(stats_path)}
         attempts = 0
@@ -1030,8 +1037,6 @@ def _checked_serve(cfg: dict[str, Any]) -> dict[str, Any]:
     a port out of range (the core's u16 would only say 'invalid value')."""
     if "root" not in cfg:
         raise spec_error("root", "(missing)", "--root DIR, the directory to serve")
-    from schedlab.files import check_writable
-
     for key in ("server_log", "stats"):  # written at the end: refused now, not after the run
         if isinstance(cfg.get(key), str):
             check_writable(key, cfg[key], ())
@@ -1042,13 +1047,15 @@ def _checked_serve(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from schedlab.files import make_parent
-
     cfg = serve_config(args)
-    for key in ("server_log", "stats"):  # the core writes them
-        if isinstance(cfg.get(key), str):
-            make_parent(cfg[key])
-    stats = _core.serve(cfg)
+    _core.serve_validate(cfg)  # before any directory is made for its outputs
+    made = [d for key in ("server_log", "stats")  # the core writes them
+            if isinstance(cfg.get(key), str) for d in make_parent(cfg[key])]
+    try:
+        stats = _core.serve(cfg)
+    except BaseException:  # a port in use: the log's directory goes with the server
+        unmake(made)
+        raise
     errors = sum(stats["errors"].values())
     print(f"schedlab serve: stopped ({'drained' if stats['drained'] else 'drain timed out'}); "
           f"served {stats['served']}, aborted {stats['aborted']}, errors {errors}, "
@@ -1062,8 +1069,6 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, key, None)
         if value is not None and key != "out":
             cfg[key] = value
-    from schedlab.files import check_writable
-
     if args.out:
         check_writable("out", args.out)
     if args.hdr_log:
@@ -1104,11 +1109,12 @@ def _run_load(args: argparse.Namespace) -> dict[str, Any]:
     cfg = load_config(args)
     _core.load_validate(cfg)
     _check_reachable(args.url)
-    if cfg.get("hdr_log"):
-        from schedlab.files import make_parent
-
-        make_parent(cfg["hdr_log"])  # the core writes it
-    raw = _core.load(cfg)
+    made = make_parent(cfg["hdr_log"]) if cfg.get("hdr_log") else []  # the core writes it
+    try:
+        raw = _core.load(cfg)
+    except BaseException:
+        unmake(made)
+        raise
     if args.out:
         write_table(request_table(raw), args.out)
     return raw["summary"]
