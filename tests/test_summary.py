@@ -460,3 +460,7 @@ def test_pythons_results_carry_the_warnings_the_command_line_prints():
     short = schedlab.simulate("srpt", load=0.8, precision=0.001, max_jobs=2000, replications=2)
     assert [n.split(":")[0] for n in short.notes] == ["replication 0", "replication 1"]
     assert all("precision 0.001 not reached" in n for n in short.notes)
+    # ... and counted and shown as the warnings they are (the views counted only lines that
+    # began with WARNING, none of the replications').
+    assert repr(short).endswith(", 2 WARNINGs in .notes>"), repr(short)
+    assert "replication 1: WARNING" in short._repr_html_()

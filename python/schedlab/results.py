@@ -314,7 +314,7 @@ class Replications:
     @property
     def notes(self) -> list[str]:
         """Each replication's WARNING lines (`Result.notes`), named by replication, and the
-        spec's own once (a mean slowdown that is infinite in theory)."""
+        spec's own once (a mean slowdown that is infinite in theory): every one a warning."""
         notes = [f"replication {i}: {n}" for i, r in enumerate(self.runs)
                  for n in _warnings(run_notes(r.summary))]
         first = self.runs[0]
@@ -324,7 +324,7 @@ class Replications:
 
     def __repr__(self) -> str:
         s = self.summary
-        return summary_repr("Replications", self._line(s), s, _warnings(self.notes))
+        return summary_repr("Replications", self._line(s), s, self.notes)
 
     def _repr_html_(self) -> str:
         s = self.summary
@@ -332,8 +332,7 @@ class Replications:
 
         classes = pd.DataFrame(classes_across_replications(
             [r.classes.to_dict("records") for r in self.runs]))
-        return summary_html(s, f"Replications {self._line(s)}", classes,
-                            _warnings(self.notes))
+        return summary_html(s, f"Replications {self._line(s)}", classes, self.notes)
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> None:
