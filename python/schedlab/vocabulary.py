@@ -337,10 +337,10 @@ def _plain(v: Any) -> Any:
 
 
 def _same(key: str, a: Any, b: Any) -> bool:
-    """One value written two ways (5 and "5", a tuple and a list); text that is no number (a
-    kernel policy's sched) as it is."""
+    """One value written two ways (5 and 5.0, a tuple and a list); text (a kernel policy's
+    sched) as it is: "5" is not 5 outside the command line, which reads its text first."""
     try:
-        return bool(param_value(key, a, text=True) == param_value(key, b, text=True))
+        return bool(param_value(key, a) == param_value(key, b))
     except SpecError:
         return bool(a == b)
 
@@ -358,7 +358,7 @@ class Params:
         for k, v in values.items():
             if k in self.values and not _same(k, self.values[k], v):
                 raise spec_error(k, quoted(_plain(v)), f"one value of {k}: it is "
-                                 f"{_plain(self.values[k])} in {self.where[k]} too")
+                                 f"{quoted(_plain(self.values[k]))} in {self.where[k]} too")
             self.values[k], self.where[k] = v, where
 
     def of_policy(self, policy: Any, where: str | None = None) -> Any:
