@@ -435,9 +435,6 @@ def test_a_question_the_command_line_refuses_is_refused_in_python_too():
             (lambda: theory.spec_mean("fcfs"), 'spec = "fcfs": expected a table of a run\'s keys'),
             (lambda: theory.mean_response("lcfs", "exp:2", "exp:1", preemptive="maybe"),
              'preemptive = "maybe": expected true or false'),
-            # Text is read as a value on the command line only, as by simulate.
-            (lambda: theory.mean_response("lcfs", "exp:2", "exp:1", preemptive="no"),
-             'preemptive = "no": expected true or false'),
             (lambda: theory.conditional_response("ps", "exp:2", ["exp:1"], 1.0),
              "size = ['exp:1']: expected a distribution")):
         with pytest.raises(SpecError) as e:

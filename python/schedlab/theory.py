@@ -612,7 +612,7 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
     if "preemptive" in params:
         # "maybe" read as true before, where the command line refuses it.
         try:
-            flag = param_value("preemptive", params["preemptive"])
+            flag = param_value("preemptive", params["preemptive"], text=True)
         except SpecError:
             flag = None
         if not isinstance(flag, bool):
