@@ -617,6 +617,34 @@ def test_a_config_file_with_former_names_takes_the_flags_over_it(root: Path, tmp
         "server_log, not both" in out.stderr
 
 
+def test_serve_gathers_a_policys_parameters_as_sim_does(root: Path, tmp_path: Path):
+    # `serve --policy rr:quantum=5` was refused ("expected one of fcfs, ..."), and a config
+    # file's params.quantum = "5" got the core's "did not match any variant of untagged enum".
+    from schedlab.cli import make_parser
+    from schedlab.server import serve_config
+
+    def config(*flags: str) -> dict:
+        return serve_config(make_parser().parse_args(["serve", "--root", str(root), *flags]))
+
+    assert {k: config("--policy", "rr:quantum=5")[k] for k in ("policy", "params")} == \
+        {"policy": "rr", "params": {"quantum": 5.0}}
+    assert config("--policy", "rr", "--quantum", "5")["params"] == {"quantum": 5.0}
+    file = tmp_path / "serve.json"
+    file.write_text(json.dumps({"policy": "rr", "params": {"quantum": 4}}))
+    assert config("--config", str(file), "--policy", "rr:quantum=4")["params"] == {"quantum": 4}
+    for content, flags, text in (
+            ({"policy": "rr"}, ["--policy", "rr:quantum=5", "--quantum", "6"],
+             "quantum = 6: expected one value of quantum: it is 5 in --policy rr:quantum=5 too"),
+            ({"policy": "rr", "params": {"quantum": "5"}}, [],
+             'params.quantum = "5": expected a number, a list of numbers or true/false, not '
+             "text (text is read as a value on the command line only)")):
+        file.write_text(json.dumps(content))
+        out = subprocess.run([SCHEDLAB, "serve", "--root", str(root), "--config", str(file),
+                              *flags], capture_output=True, text=True, env=cli_env(),
+                             timeout=30)
+        assert out.returncode == 2 and out.stderr == f"schedlab: error: {text}\n", out.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # schedlab.server.run: the world the experiment runner calls
 # ---------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from schedlab._core import SpecError
 from schedlab.clikit import Parser, add_policy_param_flags
 from schedlab.files import check_writable, make_parent, unmake
 from schedlab.lifetime import alive, child_env, die_with_parent
-from schedlab.vocabulary import find_policy, param_value, spec_error
+from schedlab.vocabulary import Params, find_policy, param_value, spec_error
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -1022,13 +1022,21 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
             cfg[key] = value
     if args.quiet:
         cfg["announce"] = False
-    params = dict(cfg.get("params") or {})
-    for name, value in vars(args).items():
-        if name.startswith("param_") and value is not None:
-            params[name[len("param_"):]] = param_value(name[len("param_"):], value,
-                                                         text=True)
-    if params:
-        cfg["params"] = params
+    # A policy's parameters as `schedlab sim` gathers them: the config's params table (a
+    # file's: text there is refused, as in an experiment file), inline (`--policy
+    # rr:quantum=5`), by flag; one value each.
+    given = Params()
+    in_file = cfg.get("params") or {}
+    if not isinstance(in_file, dict):
+        raise spec_error("params", in_file, "a table of the policy's parameters")
+    given.give({k: param_value(f"params.{k}", v) for k, v in in_file.items()}, "--config")
+    if isinstance(cfg.get("policy"), str):
+        cfg["policy"] = given.of_policy(cfg["policy"], f"--policy {cfg['policy']}")
+    given.give({name[len("param_"):]: param_value(name[len("param_"):], value, text=True)
+                for name, value in vars(args).items()
+                if name.startswith("param_") and value is not None}, "its flag")
+    if given.values:
+        cfg["params"] = given.values
     return _checked_serve(cfg)
 
 
