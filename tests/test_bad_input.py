@@ -583,6 +583,30 @@ def test_what_a_file_writes_for_a_world_it_does_not_run_is_checked(tmp_path, tai
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]
 
 
+@pytest.mark.parametrize("text", [
+    # A world table's key valid only beside another key of the file (max_time beside its
+    # precision), where the rest of the file is no run of that world (I/O bursts; open
+    # arrivals in the os world).
+    '[experiment]\nname = "b"\nworld = "sim"\nprecision = 0.05\nmax_jobs = 100_000\n'
+    '[workload]\nclients = 4\nthink = "exp:30"\nsize = "exp:1"\nbursts = 2\nio = "det:0.5"\n'
+    '[[policy]]\nname = "fcfs"\n[worlds.server]\nmax_time = 60_000\n',
+    '[experiment]\nname = "d"\nworld = "sim"\nprecision = 0.05\nmax_jobs = 100_000\n'
+    '[workload]\narrival = "exp:2"\nsize = "exp:1"\n[[policy]]\nname = "fcfs"\n'
+    "[worlds.os]\nmax_time = 30_000\n",
+    # The runner's own keys (which runs keep their schedules) are no world's to judge.
+    '[experiment]\nname = "g"\nworld = "server"\nkeep_schedule = "first"\n[workload]\n'
+    'clients = 4\nthink = "exp:30"\nbytes = "exp:4096"\njobs = 1000\n[[policy]]\nname = "fcfs"\n',
+])
+def test_keys_for_a_world_not_run_are_judged_beside_the_files_own(tmp_path, monkeypatch, text):
+    # These valid files were refused: the keys were judged beside a stand-in workload only
+    # ("max_time with precision only"), and the runner's keep_schedule by the simulator.
+    from schedlab import experiment
+
+    (tmp_path / "e.toml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert len(experiment.load(tmp_path / "e.toml").runs) >= 1
+
+
 def test_a_boolean_key_takes_true_or_false_only(tmp_path):
     # The core read a boolean as any value's truth: keep_alive = "false" in a server table
     # ran with keep-alive on, keep_jobs = "false" kept the jobs.

@@ -608,8 +608,10 @@ def _check_idle_worlds(exp: Experiment) -> None:
     that every world the file runs drops (`cost = "lots"` in a simulator's file). Only those
     keys are judged here: the rest of the file was checked for the worlds it runs."""
     native, reading = worlds.key_worlds(), worlds.reading_worlds()
+    storage = set(ExperimentFields.model_fields)  # the runner's, not a world's
     written = {f"{section}.{k}": k for section in ("workload", "machine", "experiment")
-               for k in getattr(exp.config, section).model_dump(exclude_none=True)}
+               for k in getattr(exp.config, section).model_dump(exclude_none=True)
+               if not (section == "experiment" and k in storage)}
     dropped = {path: k for path, k in written.items()
                if k in reading and not set(reading[k]) & set(exp.worlds)}
     for w in WORLDS:
@@ -630,17 +632,20 @@ def _check_idle_worlds(exp: Experiment) -> None:
             if any(e.key == p or e.key.startswith((f"{p}.", f"{p}[")) for p in judged):
                 raise
         # The rest of the file is not a run of that world (a simulator's file has no server
-        # cost model): the judged keys, together, are judged by that world in a workload
-        # every world runs.
+        # cost model): the judged keys, together, are judged by that world beside a workload
+        # it runs. Not the workload's own keys: the workload is what it cannot run.
         alone = {k: getattr(getattr(exp.config, path.split(".")[0]), k)
-                 for path, k in dropped.items() if w in reading[k]}
+                 for path, k in dropped.items()
+                 if w in reading[k] and not path.startswith("workload.")}
         alone_at = {k: exp.written_at(path) for path, k in dropped.items() if k in alone}
         if table is not None:
             own = {k: v for k, v in table.model_dump(exclude_none=True).items()
                    if k not in RUNNER_KEYS}
             alone.update(own)
             alone_at.update({k: exp.written_at(f"worlds.{w}.{k}") for k in own})
-        _check_judged(w, alone, alone_at)
+        ran = next((r.spec for r in exp.runs if not r.skip and not worlds.stand_in(r.world)),
+                   {})
+        _check_judged(w, alone, alone_at, ran)
         if table is None:
             continue
         # The table's keys that a world of the file reads too are judged by it as well, on
@@ -660,17 +665,38 @@ def _check_idle_worlds(exp: Experiment) -> None:
 EVERY_WORLD_RUNS = {"policy": "fcfs", "clients": 2, "jobs": 10}
 
 
-def _check_judged(world: str, values: dict[str, Any], where: dict[str, str]) -> None:
-    """`values` as `world` reads them beside a workload it runs; only a refusal of one of
-    them is reported (one that names the workload is not theirs)."""
+def _check_judged(world: str, values: dict[str, Any], where: dict[str, str],
+                  ran: dict[str, Any]) -> None:
+    """`values` as `world` reads them, refused only where they are refused both beside a
+    workload every world runs and beside the file's own run (`ran`, less what `world` cannot
+    run): a key may be valid only beside another of the file (batches beside its jobs,
+    max_time beside its precision), and a refusal that names the workload is not theirs."""
     if not values:
         return
-    flat = {**EVERY_WORLD_RUNS, **values}
-    try:
-        worlds.validator(world)(**flat)
-    except SpecError as e:
-        if re.split(r"[\[.]", e.key, maxsplit=1)[0] in where:
-            _check_values(world, flat, where)
+    validate = worlds.validator(world)
+
+    def refused(flat: dict[str, Any]) -> dict[str, Any] | None:
+        for _ in range(len(flat) + len(EVERY_WORLD_RUNS) + 1):
+            try:
+                validate(**flat)
+                return None
+            except SpecError as e:
+                key = re.split(r"[\[.]", e.key, maxsplit=1)[0]
+            if key in where:
+                return flat
+            if key in flat and key not in values:
+                flat = {k: v for k, v in flat.items() if k != key}
+            elif any(k not in flat for k in EVERY_WORLD_RUNS):
+                flat = {**EVERY_WORLD_RUNS, **flat}  # a workload it runs, in the file's stead
+            else:
+                return None
+        return None
+
+    if refused({**EVERY_WORLD_RUNS, **values}) is None:
+        return
+    beside_the_file = refused({**{k: v for k, v in ran.items() if k not in where}, **values})
+    if beside_the_file is not None:
+        _check_values(world, beside_the_file, where)
 
 
 # ---------------------------------------------------------------------------------------------
