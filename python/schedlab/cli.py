@@ -22,7 +22,7 @@ from schedlab.clikit import (
     class_arg,
     spec_from_args,
 )
-from schedlab.summary_rows import run_notes, slowdown_warning
+from schedlab.summary_rows import replication_warnings, run_notes
 from schedlab.vocabulary import (
     KEYS,
     find_policy,
@@ -204,9 +204,7 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
     notes = [f"{replications} replications, seeds {', '.join(map(str, seeds))} "
              f"(replication_seed(seed, r), as in experiment files); jobs measured: {jobs}",
              f"95% intervals: Student t across the {replications} replications"]
-    for i, r in enumerate(runs):
-        notes += [f"replication {i}: {n}" for n in run_notes(r) if n.startswith("WARNING")]
-    notes += [n for n in [slowdown_warning(spec)] if n]
+    notes += replication_warnings(runs, spec)
     if len(classes) > 1:
         notes.append("by class: counts added up, every other number averaged over the "
                      "replications (no interval)")

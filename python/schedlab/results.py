@@ -31,8 +31,8 @@ from schedlab.summary_rows import (
     interval_text,
     metric_rows,
     number_text,
+    replication_warnings,
     run_notes,
-    slowdown_warning,
 )
 from schedlab.vocabulary import spec_error, summary_units, table_units
 
@@ -315,12 +315,10 @@ class Replications:
     def notes(self) -> list[str]:
         """Each replication's WARNING lines (`Result.notes`), named by replication, and the
         spec's own once (a mean slowdown that is infinite in theory): every one a warning."""
-        notes = [f"replication {i}: {n}" for i, r in enumerate(self.runs)
-                 for n in _warnings(run_notes(r.summary))]
         first = self.runs[0]
-        if first.summary.get("world", "sim") in MODELLED:
-            notes += [w for w in [slowdown_warning(first.spec)] if w]
-        return notes
+        modelled = first.summary.get("world", "sim") in MODELLED
+        return replication_warnings([r.summary for r in self.runs],
+                                    first.spec if modelled else None)
 
     def __repr__(self) -> str:
         s = self.summary

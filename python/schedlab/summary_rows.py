@@ -171,6 +171,17 @@ def run_notes(s: dict[str, Any], spec: dict[str, Any] | None = None) -> list[str
     return notes
 
 
+def replication_warnings(summaries: list[dict[str, Any]],
+                         spec: dict[str, Any] | None = None) -> list[str]:
+    """Replications' warnings: each replication's (named by it), then, given the spec they
+    share, its infinite mean slowdown once."""
+    notes = [f"replication {i}: {n}" for i, s in enumerate(summaries)
+             for n in run_notes(s) if n.startswith("WARNING")]
+    if spec is not None and (warning := slowdown_warning(spec)):
+        notes.append(warning)
+    return notes
+
+
 def slowdown_warning(spec: dict[str, Any]) -> str | None:
     """A warning when a run's mean slowdown is infinite in theory, None otherwise. The mean
     slowdown is E[T(S)/S]: where sizes have a positive density at 0 (E[1/S] infinite) and a
