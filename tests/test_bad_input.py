@@ -540,6 +540,12 @@ def test_a_negative_count_is_told_the_rule_that_0_would_meet(tmp_path):
     assert str(e.value) == "classes[0].clients = -1: expected a whole number >= 0"
     schedlab.simulate("fcfs", jobs=10, classes=[{"clients": 0, "think": "exp:1"},
                                                 {"clients": 2, "think": "exp:1"}])
+    # A class's count the core refuses at 0 too gets the core's rule, as the whole
+    # workload's does.
+    with pytest.raises(schedlab.SpecError) as e:
+        schedlab.simulate("fcfs", load=0.5, jobs=10, classes=[{"name": "a", "bursts": -1},
+                                                              {"name": "b"}])
+    assert str(e.value) == "classes[0].bursts = -1: expected a whole number >= 1"
     for spec, text in (({"jobs": -3}, "jobs = -3: expected a whole number >= 1"),
                        ({"jobs": 10, "buffer": -4}, "buffer = -4: expected a number of jobs "
                         ">= 1"),

@@ -386,19 +386,23 @@ _PROBE_SPECS = (
 
 
 @cache
-def _count_rule(key: str) -> str | None:
+def _count_rule(key: str, in_class: bool = False) -> str | None:
     """The simulator's own rule for a count it refuses at 0 (jobs: "a whole number >= 1"),
     so that a negative count is not told ">= 0" and then, at 0, ">= 1". Asked of the core
-    with 0 and 1 in a spec that takes 1: a rule that refuses 1 in every such spec depends on
-    other keys and is not given here."""
-    if key not in _core.SIM_KEYS:
+    with 0 and 1 in a spec that takes 1 (in a class of two, for a class's count: a class may
+    have no clients): a rule that refuses 1 in every such spec depends on other keys and is
+    not given here."""
+    if key not in (_core.SIM_CLASS_KEYS if in_class else _core.SIM_KEYS):
         return None
+    path = f"classes[0].{key}" if in_class else key
 
     def refusal(base: dict, value: int) -> str | None:
+        given = ({"classes": [{"name": "a", key: value}, {"name": "b"}]} if in_class
+                 else {key: value})
         try:
-            _core.validate({**base, key: value})
+            _core.validate({**base, **given})
         except SpecError as e:
-            return e.allowed if e.key == key else ""
+            return e.allowed if e.key == path else ""
         return None
 
     for base in _PROBE_SPECS:
@@ -426,7 +430,7 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
                 and (least is None or value >= least)):
             return int(value)
         raise spec_error(path, shown, "a whole number" if least is None else
-                         (where is None and _count_rule(key))
+                         _count_rule(key, where is not None)
                          or f"a whole number >= {least}")
     elif form == "int|auto":
         if value == "auto":
