@@ -726,10 +726,12 @@ def test_a_policy_parameter_given_as_text_is_refused_outside_the_command_line(tm
             schedlab.simulate(**{"policy": "rr", "load": 0.5, "jobs": 10, **kwargs})
         assert str(e.value).startswith(text), str(e.value)
     # Nor does the same value as a number beside it let the text through (it did, in
-    # params first).
-    with pytest.raises(schedlab.SpecError) as e:
-        schedlab.simulate("rr", load=0.5, jobs=10, params={"quantum": "7"}, quantum=7)
-    assert str(e.value) == 'quantum = 7: expected one value of quantum: it is "7" in params too'
+    # params first), in either order.
+    for params, quantum in (({"quantum": "7"}, 7), ({"quantum": 7}, "7")):
+        with pytest.raises(schedlab.SpecError) as e:
+            schedlab.simulate("rr", load=0.5, jobs=10, params=params, quantum=quantum)
+        assert str(e.value).startswith('quantum = "7": expected a number, a list of numbers '
+                                       "or true/false, not text"), str(e.value)
     d = {"experiment": {"name": "x"}, "workload": {"load": 0.5, "jobs": 100},
          "policy": [{"name": "fcfs"}, {"name": "rr", "quantum": "10"}]}
     with pytest.raises(schedlab.SpecError) as e:

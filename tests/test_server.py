@@ -629,12 +629,24 @@ def test_serve_gathers_a_policys_parameters_as_sim_does(root: Path, tmp_path: Pa
     assert {k: config("--policy", "rr:quantum=5")[k] for k in ("policy", "params")} == \
         {"policy": "rr", "params": {"quantum": 5.0}}
     assert config("--policy", "rr", "--quantum", "5")["params"] == {"quantum": 5.0}
+    assert config("--policy", "mlfq:quanta=1,2,4")["params"] == {"quanta": [1.0, 2.0, 4.0]}
     file = tmp_path / "serve.json"
+    # The command line's over the file's, as every other flag over its config key (and as
+    # `sim --spec FILE --quantum Q`).
     file.write_text(json.dumps({"policy": "rr", "params": {"quantum": 4}}))
-    assert config("--config", str(file), "--policy", "rr:quantum=4")["params"] == {"quantum": 4}
+    assert config("--config", str(file), "--quantum", "10")["params"] == {"quantum": 10.0}
+    file.write_text(json.dumps({"policy": "rr:quantum=5"}))
+    assert config("--config", str(file))["params"] == {"quantum": 5.0}
+    assert config("--config", str(file), "--policy", "rr:quantum=4")["params"] == \
+        {"quantum": 4.0}
     for content, flags, text in (
             ({"policy": "rr"}, ["--policy", "rr:quantum=5", "--quantum", "6"],
              "quantum = 6: expected one value of quantum: it is 5 in --policy rr:quantum=5 too"),
+            ({"policy": "rr:quantum=5", "params": {"quantum": 6}}, [],
+             "quantum = 5: expected one value of quantum: it is 6 in --config's params too"),
+            ({"policy": "rr"}, ["--policy", "fcfs,rr"],
+             "policy = fcfs,rr: expected one policy: the server runs one at a time (an "
+             "experiment file compares several)"),
             ({"policy": "rr", "params": {"quantum": "5"}}, [],
              'params.quantum = "5": expected a number, a list of numbers or true/false, not '
              "text (text is read as a value on the command line only)")):

@@ -39,7 +39,7 @@ from schedlab._core import SpecError
 from schedlab.clikit import Parser, add_policy_param_flags
 from schedlab.files import check_writable, make_parent, unmake
 from schedlab.lifetime import alive, child_env, die_with_parent
-from schedlab.vocabulary import Params, find_policy, param_value, spec_error
+from schedlab.vocabulary import Params, find_policy, param_value, parse_policies, spec_error
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -1016,28 +1016,47 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
                     raise spec_error(former, cfg[former], f"one of {former} (the former name) "
                                      f"and {key}, not both")
                 cfg[key] = cfg.pop(former)
+    # A policy's parameters as `schedlab sim` gathers them: the file's (its params table,
+    # numbers there, not text; inline in its policy), then the command line's (inline in
+    # --policy, flags), one value each within either, the command line's over the file's.
+    in_file, on_line = Params(), Params()
+    file_params = cfg.get("params") or {}
+    if not isinstance(file_params, dict):
+        raise spec_error("params", file_params, "a table of the policy's parameters")
+    in_file.give({k: param_value(f"params.{k}", v) for k, v in file_params.items()},
+                 "--config's params")
+    if isinstance(cfg.get("policy"), str):
+        cfg["policy"] = _one_policy(cfg["policy"], in_file,
+                                    f"--config's policy ({cfg['policy']})")
     for key in SERVE_OPTIONS:
         value = getattr(args, key, None)
         if value is not None:
             cfg[key] = value
     if args.quiet:
         cfg["announce"] = False
-    # A policy's parameters as `schedlab sim` gathers them: the config's params table (a
-    # file's: text there is refused, as in an experiment file), inline (`--policy
-    # rr:quantum=5`), by flag; one value each.
-    given = Params()
-    in_file = cfg.get("params") or {}
-    if not isinstance(in_file, dict):
-        raise spec_error("params", in_file, "a table of the policy's parameters")
-    given.give({k: param_value(f"params.{k}", v) for k, v in in_file.items()}, "--config")
-    if isinstance(cfg.get("policy"), str):
-        cfg["policy"] = given.of_policy(cfg["policy"], f"--policy {cfg['policy']}")
-    given.give({name[len("param_"):]: param_value(name[len("param_"):], value, text=True)
-                for name, value in vars(args).items()
-                if name.startswith("param_") and value is not None}, "its flag")
-    if given.values:
-        cfg["params"] = given.values
+    if args.policy is not None:
+        cfg["policy"] = _one_policy(args.policy, on_line, f"--policy {args.policy}")
+    on_line.give({name[len("param_"):]: param_value(name[len("param_"):], value, text=True)
+                  for name, value in vars(args).items()
+                  if name.startswith("param_") and value is not None}, "its flag")
+    params = {**in_file.values, **on_line.values}
+    if params:
+        cfg["params"] = params
     return _checked_serve(cfg)
+
+
+def _one_policy(text: str, params: Params, where: str) -> str:
+    """The policy's name; its inline parameters (`rr:quantum=5`, `mlfq:quanta=1,2,4`) go to
+    `params`. The server runs one policy: a list is refused."""
+    if ":" not in text and "," not in text:
+        return text
+    parsed = parse_policies(text)
+    if len(parsed) != 1:
+        raise spec_error("policy", text, "one policy: the server runs one at a time (an "
+                         "experiment file compares several)")
+    ((name, inline),) = parsed
+    params.give(inline, where)
+    return name
 
 
 def _checked_serve(cfg: dict[str, Any]) -> dict[str, Any]:

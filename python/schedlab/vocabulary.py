@@ -357,6 +357,12 @@ class Params:
     def give(self, values: dict[str, Any], where: str) -> None:
         for k, v in values.items():
             if k in self.values and not _same(k, self.values[k], v):
+                for text in (x for x in (self.values[k], v) if isinstance(x, str)):
+                    try:
+                        param_value(k, text, text=True)
+                    except SpecError:
+                        continue  # a word, as a kernel's sched: the two values differ
+                    param_value(k, text)  # a number written as text: refused as text
                 raise spec_error(k, quoted(_plain(v)), f"one value of {k}: it is "
                                  f"{quoted(_plain(self.values[k]))} in {self.where[k]} too")
             self.values[k], self.where[k] = v, where
