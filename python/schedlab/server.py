@@ -527,19 +527,22 @@ def run(spec: dict[str, Any]) -> Result:
         log_path = Path(spec.get("server_log") or work / "requests.csv")
         stats_path = work / "stats.json"
         hdr = spec.get("hdr_log")
-        for kept in (spec.get("server_log"), hdr):
-            if kept is not None:
-                make_parent(kept)
+        made = [d for kept in (spec.get("server_log"), hdr) if kept is not None
+                for d in make_parent(kept)]
         config = {**p.serve, "root": str(root), "server_log": str(log_path),
                   "stats": str(stats_path)}
         attempts = 0
-        while True:
-            # A fresh server each time: a retried run starts as the first did (the log and
-            # the stats are written anew).
-            raw = _serve_once(p, config, work, hdr)
-            attempts += 1
-            if not raw["noise"]["noisy"] or attempts > p.retry_noisy:
-                break
+        try:
+            while True:
+                # A fresh server each time: a retried run starts as the first did (the log
+                # and the stats are written anew).
+                raw = _serve_once(p, config, work, hdr)
+                attempts += 1
+                if not raw["noise"]["noisy"] or attempts > p.retry_noisy:
+                    break
+        except BaseException:
+            unmake(made)  # those still empty: a run that failed before writing its logs
+            raise
         stats = json.loads(stats_path.read_text())
         log = pd.read_csv(log_path) if log_path.exists() and log_path.stat().st_size else None
         result = _result(p, raw, stats, log)
