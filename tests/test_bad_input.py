@@ -638,6 +638,21 @@ def test_a_boolean_key_takes_true_or_false_only(tmp_path):
         assert str(e.value) == f"{text}: expected true or false"
     _core.load_validate({"url": "http://127.0.0.1:1/", "clients": 2, "jobs": 10,
                          "keep_alive": False, "progress": None})
+    # ... and true is not the number 1 (serve --config {"cpus": true} started one worker).
+    for check, spec, text in (
+            (_core.validate, {"policy": "fcfs", "load": True, "jobs": 10},
+             "load = true: expected a number, not true or false"),
+            (_core.validate, {"policy": "fcfs", "load": 0.5, "jobs": 10,
+                              "classes": [{"bursts": True}, {}]},
+             "classes[0].bursts = true: expected a whole number, not true or false"),
+            (_core.serve_validate, {"root": str(tmp_path), "cpus": True},
+             "cpus = true: expected a whole number, not true or false")):
+        with pytest.raises(_core.SpecError) as e:
+            check(spec)
+        assert str(e.value) == text
+    (tmp_path / "serve.json").write_text('{"root": ".", "port": true}')
+    assert "port = True: expected a TCP port" in _refused(
+        ["serve", "--config", "serve.json"], tmp_path, "port")
 
 
 def test_a_world_left_out_keeps_its_table_and_the_file_runs(monkeypatch):

@@ -1071,7 +1071,8 @@ def _checked_serve(cfg: dict[str, Any]) -> dict[str, Any]:
         if isinstance(cfg.get(key), str):
             check_writable(key, cfg[key], ())
     port = cfg.get("port")
-    if port is not None and not (isinstance(port, int) and 0 <= port <= 65535):
+    if port is not None and not (isinstance(port, int) and not isinstance(port, bool)
+                                 and 0 <= port <= 65535):
         raise spec_error("port", port, "a TCP port from 0 (any free port) to 65535")
     return cfg
 

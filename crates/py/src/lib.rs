@@ -45,7 +45,69 @@ pub(crate) fn checked<T: Checked>(spec: &Bound<'_, PyDict>) -> PyResult<T::Valid
 }
 
 fn read_and_check<T: Checked>(spec: &Bound<'_, PyDict>) -> Result<T::Valid, SpecError> {
+    no_truth_for_a_number(spec)?;
     read_spec::<T>(spec).and_then(|s| s.check())
+}
+
+/// Python's true is the number 1 to a reader of numbers (`cpus = true` started one worker):
+/// a boolean given to a key of the vocabulary that takes none is refused by name, in the
+/// spec and in its classes.
+fn no_truth_for_a_number(spec: &Bound<'_, PyDict>) -> Result<(), SpecError> {
+    use pyo3::types::{PyBool, PyList};
+    use schedlab_model::vocabulary::{find, find_class, Form};
+
+    let judge = |path: String, name: &str, value: &Bound<'_, PyAny>, in_class: bool| {
+        let Ok(flag) = value.cast::<PyBool>() else {
+            return Ok(());
+        };
+        let form = if in_class {
+            find_class(name)
+        } else {
+            find(name)
+        }
+        .map(|k| k.form);
+        let wanted = match form {
+            None | Some(Form::Bool) => return Ok(()),
+            Some(Form::Int) => "a whole number",
+            Some(Form::IntOrAuto) => "a whole number or auto",
+            Some(Form::Float) => "a number",
+            Some(Form::Cpus) => "a whole number",
+            Some(Form::Dist) => "a distribution",
+            Some(Form::Text) => "text",
+            Some(Form::Table) => "a table",
+            Some(Form::Tables) => "a list of tables",
+        };
+        let given = if flag.is_true() { "true" } else { "false" };
+        Err(SpecError::new(
+            path,
+            given,
+            format!("{wanted}, not true or false"),
+        ))
+    };
+    for (key, value) in spec.iter() {
+        let Ok(name) = key.extract::<String>() else {
+            continue;
+        };
+        judge(name.clone(), &name, &value, false)?;
+        if name != "classes" {
+            continue;
+        }
+        let Ok(classes) = value.cast::<PyList>() else {
+            continue;
+        };
+        for (i, class) in classes.iter().enumerate() {
+            let Ok(class) = class.cast::<PyDict>() else {
+                continue;
+            };
+            for (k, v) in class.iter() {
+                let Ok(k) = k.extract::<String>() else {
+                    continue;
+                };
+                judge(format!("classes[{i}].{k}"), k.as_str(), &v, true)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A negative whole number is refused by its type, before the core sees it, as "a whole
