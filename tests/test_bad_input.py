@@ -589,6 +589,28 @@ def test_what_a_file_writes_for_a_world_it_does_not_run_is_checked(tmp_path, tai
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]
 
 
+def test_a_value_of_no_form_the_core_takes_is_told_the_forms():
+    # serde said "data did not match any variant of untagged enum WarmupSpec" for a value
+    # of a key with several forms, given to the core as a dict (serve --config, _core).
+    from schedlab import _core
+
+    sim = {"policy": "rr", "load": 0.5, "jobs": 10}
+    for check, spec, text in (
+            (_core.validate, {**sim, "warmup": -1},
+             "warmup = -1: expected a whole number >= 0, or auto"),
+            (_core.validate, {**sim, "warmup": "x"},
+             "warmup = x: expected a whole number >= 0, or auto"),
+            (_core.validate, {**sim, "params": {"quantum": "5"}},
+             'params.quantum = "5": expected a number, a list of numbers or true/false'),
+            (_core.validate, {**sim, "cpus": 2, "ideal": -1},
+             "ideal = -1: expected a CPU, a list of CPUs, or a word (start, round-robin, ...)"),
+            (_core.load_validate, {"url": "http://127.0.0.1:1/", "burst": 5},
+             "burst = 5: expected a burst as text (COUNTx/PATH@MS, ...) or a list of groups")):
+        with pytest.raises(_core.SpecError) as e:
+            check(spec)
+        assert str(e.value) == text
+
+
 @pytest.mark.parametrize("text", [
     # A world table's key valid only beside another key of the file (max_time beside its
     # precision), where the rest of the file is no run of that world (I/O bursts; open

@@ -676,7 +676,7 @@ impl SimSpec {
             Some(WarmupSpec::Jobs(n)) => Warmup::Jobs(*n),
             Some(WarmupSpec::Word(w)) if w == "auto" => Warmup::Auto,
             Some(WarmupSpec::Word(w)) => {
-                return Err(err("warmup", w, "a whole number of jobs >= 0, or auto"))
+                return Err(err("warmup", w, "a whole number >= 0, or auto"))
             }
             // Open workloads start empty, far from their steady state; a trace is the jobs
             // the user gave, all measured; a closed workload starts with every client.
