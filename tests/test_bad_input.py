@@ -788,3 +788,50 @@ def test_a_policy_parameter_given_as_text_is_refused_outside_the_command_line(tm
                              env=cli_env(), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["response_mean"] == number
+
+
+def test_pythons_results_trace_and_report_refuse_what_the_command_line_refuses(tmp_path,
+                                                                               monkeypatch):
+    # Found by an audit of the commands other than sim and run: raw FileNotFoundError and
+    # OSError from write_trace (and y.txt written where --trace-out refuses it), empty
+    # frames and None for a misspelt metric or table, report --html "" and log_x = "yes"
+    # taken silently.
+    import schedlab
+    from schedlab import experiment, trace
+    from schedlab.report import make_report
+
+    monkeypatch.chdir(tmp_path)
+    r = schedlab.simulate("rr", load=0.5, jobs=20, keep_schedule=True)
+    for result, path, text in (
+            (r, "/proc/x/y.json", "path = /proc/x/y.json: expected a file in a directory"),
+            (r, "", 'path = "": expected a file name ending in .json'),
+            (r, "y.txt", "path = y.txt: expected a file name ending in .json"),
+            (None, "a.json", "result = NoneType: expected a Result or Replications")):
+        with pytest.raises(schedlab.SpecError) as e:
+            trace.write_trace(result, path)
+        assert str(e.value).startswith(text), str(e.value)
+    d = {"experiment": {"name": "x", "keep_jobs": True},
+         "workload": {"load": 0.5, "jobs": 200}, "policy": [{"name": "fcfs"}]}
+    schedlab.run(d, out="res")
+    res = schedlab.load_results("res")
+    run = res.summaries["run"].iloc[0]
+    assert len(res.run_table(run, "jobs")) == 200 and res.run_table(run, "schedule") is None
+    assert res.metric("response_mean").attrs["unit"] == "ms"
+    assert res.metric("jain_share").empty  # a summary key these runs have not: no rows
+    for call, text in ((lambda: res.metric("bogus"), "metric = bogus: expected a metric of "
+                        "this results directory: arrival_rate, "),
+                       (lambda: res.run_table("nope", "jobs"),
+                        "run = nope: expected a run of this results directory"),
+                       (lambda: res.run_table(run, "bogus"), "kind = bogus: expected a table "
+                        "a run keeps: jobs, schedule, load_series, migrations"),
+                       (lambda: make_report("res", html=""),
+                        'html = "": expected a file name ending in .html')):
+        with pytest.raises(schedlab.SpecError) as e:
+            call()
+        assert str(e.value).startswith(text), str(e.value)
+    assert not (tmp_path / "res/report").exists()
+    for key, value in (("log_x", "yes"), ("theory", "maybe")):
+        with pytest.raises(schedlab.SpecError) as e:
+            experiment.load({**d, "report": {key: value}})
+        assert str(e.value) == f"report.{key} = {value}: expected true or false"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]

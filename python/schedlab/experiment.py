@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, create_model
 
 from schedlab import worlds
 from schedlab._core import SpecError
@@ -110,10 +110,10 @@ class ExperimentFields(Strict):
     replications: int = Field(1, ge=1, le=MAX_REPLICATIONS,
                               description="independent runs per sweep point and policy")
     confidence: float = Field(0.95, gt=0, lt=1, description="level of confidence intervals")
-    keep_jobs: bool | Literal["first"] = Field(
+    keep_jobs: StrictBool | Literal["first"] = Field(
         "first", description="store per-job tables: true (every run), \"first\" (replication 0 "
         "of each point and policy) or false")
-    keep_schedule: bool | Literal["first"] = Field(
+    keep_schedule: StrictBool | Literal["first"] = Field(
         False, description="store run segments for the Gantt chart (small runs only): true, "
         "\"first\" or false")
     job_rows: int = Field(100_000, ge=0, description="at most this many per-job rows stored per "
@@ -154,8 +154,8 @@ class ReportFields(Strict):
         + ", ".join(GAP_METRICS))
     x: str | None = Field(None, description="sweep key on the x axis; default the first")
     x_label: str | None = Field(None, description="x-axis label; default the sweep key")
-    log_x: bool = Field(False, description="logarithmic x axis")
-    theory: bool = Field(True, description="draw closed forms where they exist")
+    log_x: StrictBool = Field(False, description="logarithmic x axis")
+    theory: StrictBool = Field(True, description="draw closed forms where they exist")
     point: int | None = Field(None, description="sweep point (index) of the class, load and "
                               "Gantt plots, always among the CDF's panels; default the last")
     gantt_max_segments: int = Field(400, ge=1, description="a run is drawn as a Gantt chart "

@@ -73,12 +73,13 @@ def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE
     takes new ones; nothing is made now (a run refused later leaves nothing behind)."""
     if not isinstance(path, str | os.PathLike):
         raise spec_error(key, repr(path), f"a file's path (given: {type(path).__name__})")
+    given = str(path) or '""'  # Path("") reads as "."
     path = Path(path)
     if suffixes and path.suffix.lower() not in suffixes:
-        raise spec_error(key, str(path), f"a file name ending in {' or '.join(suffixes)}"
+        raise spec_error(key, given, f"a file name ending in {' or '.join(suffixes)}"
                          + (f" ({kind})" if kind else ""))
     if path.is_dir():
-        raise spec_error(key, str(path), "a file to write (a directory of that name is there)")
+        raise spec_error(key, given, "a file to write (a directory of that name is there)")
     parent = path.parent
     existing = parent
     # A link to nothing is there too: a directory cannot be made in its place.
@@ -87,11 +88,11 @@ def check_writable(key: str, path: str | Path, suffixes: tuple[str, ...] = TABLE
     missing = existing != parent
     if not existing.is_dir():
         what = "a link to nothing" if not existing.exists() else "a file"
-        raise spec_error(key, str(path), f"a file in a directory ({existing} is {what})")
+        raise spec_error(key, given, f"a file in a directory ({existing} is {what})")
     try:
         fd, probe = tempfile.mkstemp(dir=existing, prefix=f".{path.name}.", suffix=".probe")
     except OSError as e:
         where = "a directory that can be made" if missing else "a directory you can write"
-        raise spec_error(key, str(path), f"a file in {where} ({e.strerror})") from None
+        raise spec_error(key, given, f"a file in {where} ({e.strerror})") from None
     os.close(fd)
     os.unlink(probe)

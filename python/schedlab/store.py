@@ -25,6 +25,9 @@ RUNS = "runs"
 # many rows it shows (`.stats` has them all).
 SHOWN_METRICS = ["response_mean", "response_p99", "throughput"]
 SHOWN_ROWS = 30
+# The tables a run may keep beside its summary (runs/RUN.KIND.parquet, as the sweep stores
+# them).
+RUN_TABLES = ("jobs", "schedule", "load_series", "migrations")
 
 
 @dataclass
@@ -92,6 +95,12 @@ class Results:
         return self._stored("load_series")
 
     def run_table(self, run: str, kind: str) -> pd.DataFrame | None:
+        """A table one run kept (`kind`: one of RUN_TABLES), or None where it kept none (a
+        run that was not asked to keep it)."""
+        if kind not in RUN_TABLES:
+            raise spec_error("kind", kind, f"a table a run keeps: {', '.join(RUN_TABLES)}")
+        if run not in set(self.summaries.get("run", ())):
+            raise spec_error("run", run, "a run of this results directory")
         path = self.dir / RUNS / f"{run}.{kind}.parquet"
         return pd.read_parquet(path) if path.exists() else None
 
@@ -122,6 +131,10 @@ class Results:
     def metric(self, name: str) -> pd.DataFrame:
         """The stats rows of one metric (mean, CI, theory) per world, point and policy; its
         unit in the `unit` column and in `.attrs["unit"]`."""
+        known = sorted(set(self.stats.get("metric", ())))
+        if name not in known and name not in UNITS:  # a summary key this run has not: no rows
+            raise spec_error("metric", name, "a metric of this results directory: "
+                             + (", ".join(known) or "none (no stats)"))
         rows = self.stats[self.stats.metric == name].reset_index(drop=True)
         rows.attrs["unit"] = in_time_unit(UNITS.get(name, ""), self.time_unit)
         return rows

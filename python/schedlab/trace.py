@@ -328,6 +328,10 @@ def _sampled(b: _Builder, result: Result, first_pid: int, limit: int) -> dict[st
 def trace_dict(result: Result | Replications, *, limit: int = MAX_SLICES) -> dict[str, Any]:
     """The trace of a run (or of every run of a Replications, one process group each) as a
     Trace Event Format JSON object. Raises SpecError when a simulated run kept no schedule."""
+    if not (hasattr(result, "summary") and hasattr(result, "schedule")) and \
+            not hasattr(result, "runs"):
+        raise spec_error("result", type(result).__name__, "a Result or Replications (a run "
+                         "of any world, as simulate returns)")
     runs = list(getattr(result, "runs", None) or [result])
     b = _Builder()
     notes: list[dict[str, Any]] = []
@@ -397,7 +401,9 @@ def check_trace_out(key: str, path: str | Path) -> None:
 def write_trace(result: Result | Replications, path: str | Path, *,
                 limit: int = MAX_SLICES) -> dict[str, Any]:
     """Writes the run's trace (`trace_dict`) to `path` atomically; returns its `otherData`
-    (counts, `truncated`, `note`) so a caller can say what was written."""
+    (counts, `truncated`, `note`) so a caller can say what was written. The path is checked
+    first, as `--trace-out`'s is (`path` is its key here)."""
+    check_trace_out("path", path)
     data = trace_dict(result, limit=limit)
     with atomic_file(path) as tmp, open(tmp, "w") as f:
         json.dump(data, f, separators=(",", ":"), allow_nan=False)

@@ -49,7 +49,7 @@ def report_context(res: Any) -> Context:
 def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     """Draws every plot the experiment asks for; returns the HTML file's path."""
     res = load_results(directory)
-    if html:  # refused before any figure is written; its directory is made with the file
+    if html is not None:  # refused before any figure is drawn; its directory is made with it
         from schedlab.files import check_writable
 
         check_writable("html", html, (".html", ".htm"))
