@@ -835,3 +835,7 @@ def test_pythons_results_trace_and_report_refuse_what_the_command_line_refuses(t
             experiment.load({**d, "report": {key: value}})
         assert str(e.value) == f"report.{key} = {value}: expected true or false"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
+    # schedlab theory said "no closed form" with exit 1 for a value sim refuses with 2.
+    assert "levels = 0: expected a whole number >= 1" in _refused(
+        ["theory", "--policy", "mlfq", "--load", "0.5", "--size", "exp:1", "--levels", "0"],
+        tmp_path, "levels")

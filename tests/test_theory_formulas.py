@@ -435,6 +435,16 @@ def test_a_question_the_command_line_refuses_is_refused_in_python_too():
             (lambda: theory.spec_mean("fcfs"), 'spec = "fcfs": expected a table of a run\'s keys'),
             (lambda: theory.mean_response("lcfs", "exp:2", "exp:1", preemptive="maybe"),
              'preemptive = "maybe": expected true or false'),
+            # A parameter's value by the simulator's rule (levels = -3 gave None, and the
+            # command line "no closed form" with exit 1).
+            (lambda: theory.mean_response("mlfq", "exp:21", "det:20", levels=-3),
+             "levels = -3: expected a whole number >= 1"),
+            (lambda: theory.mean_response("cfs", "exp:2", "exp:1", latency=-5),
+             "latency = -5: expected a number > 0"),
+            # The question's own argument is not "no theory" (spec_quantile gave None).
+            (lambda: theory.spec_quantile({"policy": "fcfs", "arrival": "exp:2",
+                                           "size": "exp:1"}, 2),
+             "p = 2: expected a probability strictly between 0 and 1"),
             (lambda: theory.conditional_response("ps", "exp:2", ["exp:1"], 1.0),
              "size = ['exp:1']: expected a distribution")):
         with pytest.raises(SpecError) as e:

@@ -617,6 +617,10 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
             flag = None
         if not isinstance(flag, bool):
             raise spec_error("preemptive", quoted(params["preemptive"]), "true or false")
+    # Every other value by the simulator's rule for it (levels = 0 was "no closed form").
+    others = {k: v for k, v in params.items() if k not in ("quantum", "preemptive")}
+    if others:
+        _core.validate({"policy": info["name"], "load": 0.5, "jobs": 1, "params": others})
     dists = []
     for key, value in (("arrival", arrival), ("size", size)):
         value = as_dist(value)
@@ -692,6 +696,8 @@ def mm1_quantile(p: float, lam: float, mu: float) -> float:
     """p-quantile of the M/M/1 FCFS response time, which is exponential with rate mu - lam."""
     if not 0 <= p < 1:
         raise ValueError(f"quantile p = {p}: expected 0 <= p < 1")
+    if not mu > 0:
+        raise ValueError(f"service rate mu = {mu}: expected a number > 0")
     _check_stable(lam / mu)
     return -math.log1p(-p) / (mu - lam)
 
@@ -1265,6 +1271,10 @@ def _closed_form(spec: dict[str, Any], law: Callable[..., Any], *args: Any) -> A
     try:
         return None if m is None else law(m.policy, m.arrival, m.size, *args, cpus=m.cpus,
                                           **m.params)
+    except SpecError as e:
+        if e.key in ("p", "x"):  # the question's own argument, not the spec: say so
+            raise
+        return None
     except NO_THEORY:
         return None
 
