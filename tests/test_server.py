@@ -466,6 +466,22 @@ def test_bad_flags_name_the_key_and_exit_2(root: Path, tmp_path: Path) -> None:
         assert len(lines) == 1 and f"{key} = " in lines[0], (argv, p.stderr)
 
 
+def test_load_command_warns_of_answers_that_were_not_success(root: Path) -> None:
+    # 404s were shown as a clean run ("errors 0", no status row): their times were taken for
+    # the files'.
+    srv = Serve(root)
+    try:
+        runs = [subprocess.run([SCHEDLAB, "load", "--url", f"{srv.url}{path}", "--clients",
+                                "1", "--jobs", "20"], capture_output=True, text=True,
+                               env=cli_env(), timeout=60) for path in ("/missing.bin", "/1k.bin")]
+    finally:
+        srv.stop()
+    missing, found = (" ".join(p.stdout.split()) for p in runs)
+    assert all(p.returncode == 0 for p in runs), [p.stderr for p in runs]
+    assert "WARNING: 20 of 20 responses were not success (HTTP 404: 20)" in missing, missing
+    assert "WARNING" not in found, found
+
+
 def test_load_command_writes_the_common_schema(root: Path, tmp_path: Path) -> None:
     srv = Serve(root)
     mix = tmp_path / "mix.txt"

@@ -1307,6 +1307,12 @@ def cmd_load(args: argparse.Namespace) -> int:
                           "the cap); raise --time", style="bold red")
     if s["errors_by_kind"]:
         print("errors: " + ", ".join(f"{k} {v}" for k, v in s["errors_by_kind"].items()))
+    answered = sum((s.get("status") or {}).values())
+    not_ok = {k: v for k, v in (s.get("status") or {}).items() if not k.startswith("2")}
+    if not_ok:  # a 404 is an answer, timed as one: the numbers are not of the files asked
+        console.print(f"WARNING: {sum(not_ok.values())} of {answered} responses were not "
+                      "success (" + ", ".join(f"HTTP {k}: {v}" for k, v in not_ok.items())
+                      + "); their times are in the numbers above", style="bold red")
     return 1 if failed else 0
 
 
