@@ -259,9 +259,15 @@ def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
         schedlab.calibrate("disk")
     for option, message in ((dict(phase_ms=0), "^phase_ms = 0: "),
                             (dict(reps=2.5), "^reps = 2.5: "),
-                            (dict(quick="yes"), '^quick = "yes": expected true or false')):
+                            (dict(quick="yes"), '^quick = "yes": expected true or false'),
+                            # The os world's length was taken by a server calibration and
+                            # ignored (a full run, exit 0).
+                            (dict(reps=3), "^reps = 3: expected nothing in a server "
+                             r"calibration \(it is the os calibration's\)")):
         with pytest.raises(schedlab.SpecError, match=message):
             schedlab.calibrate("server", tmp_path / "p.toml", **option)
+    with pytest.raises(schedlab.SpecError, match="^phase_ms = 2000: expected nothing in an os calibration"):
+        schedlab.calibrate("os", tmp_path / "p.toml", phase_ms=2000)
     assert [p.name for p in tmp_path.iterdir()] == ["f"]
 
 

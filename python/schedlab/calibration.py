@@ -510,7 +510,7 @@ def _cpu_model() -> str:
 
 
 def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: int = 1,
-              phase_ms: float = PHASE_MS, reps: int = REPS, quick: bool = False,
+              phase_ms: float | None = None, reps: int | None = None, quick: bool = False,
               **spec: Any) -> dict[str, Any]:
     """Calibrates `world` ("server": as configured by `spec`'s cpus, cost, cost_mode, packet,
     packet_unit, buffer; "os": real processes on `spec`'s cpus, with its enforce), writes the
@@ -525,6 +525,14 @@ def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: in
     if world not in WORLDS:
         raise spec_error("world", world, "server or os")
     config_of(dict(spec), world)  # bad keys: refused before anything is written or run
+    # Each world's length is its own: a server's reps were ignored silently.
+    for key, value, its in (("reps", reps, "os"), ("phase_ms", phase_ms, "server")):
+        if value is not None and world != its:
+            article = "an" if world == "os" else "a"
+            raise spec_error(key, quoted(value), f"nothing in {article} {world} calibration "
+                             f"(it is the {its} calibration's)")
+    phase_ms = PHASE_MS if phase_ms is None else phase_ms
+    reps = REPS if reps is None else reps
     if isinstance(phase_ms, bool) or not isinstance(phase_ms, int | float) or \
             not MIN_PHASE_MS <= phase_ms <= MAX_PHASE_MS:
         raise spec_error("phase_ms", quoted(phase_ms), f"ms of load per server phase, from "
