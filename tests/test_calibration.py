@@ -266,7 +266,8 @@ def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
                              r"calibration \(it is the os calibration's\)")):
         with pytest.raises(schedlab.SpecError, match=message):
             schedlab.calibrate("server", tmp_path / "p.toml", **option)
-    with pytest.raises(schedlab.SpecError, match="^phase_ms = 2000: expected nothing in an os calibration"):
+    with pytest.raises(schedlab.SpecError,
+                       match="^phase_ms = 2000: expected nothing in an os calibration"):
         schedlab.calibrate("os", tmp_path / "p.toml", phase_ms=2000)
     assert [p.name for p in tmp_path.iterdir()] == ["f"]
 
