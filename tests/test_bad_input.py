@@ -835,6 +835,12 @@ def test_pythons_results_trace_and_report_refuse_what_the_command_line_refuses(t
             experiment.load({**d, "report": {key: value}})
         assert str(e.value) == f"report.{key} = {value}: expected true or false"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
+    # The os world ran --cpus 0,0 on one CPU (calibrate os refused it).
+    from schedlab import worlds
+
+    with pytest.raises(schedlab.SpecError) as e:
+        worlds.validator("os")(policy="fcfs", clients=1, jobs=5, size="det:1", cpus="0,0")
+    assert str(e.value).startswith("cpus = 0,0: expected each CPU once"), str(e.value)
     # schedlab theory said "no closed form" with exit 1 for a value sim refuses with 2.
     assert "levels = 0: expected a whole number >= 1" in _refused(
         ["theory", "--policy", "mlfq", "--load", "0.5", "--size", "exp:1", "--levels", "0"],

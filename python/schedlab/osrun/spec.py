@@ -55,7 +55,9 @@ def _cpu_list(key: str, value: Any, allowed_cpus: list[int]) -> list[int]:
     bad = [c for c in out if c not in allowed_cpus]
     if not out or bad:
         raise spec_error(key, value, f"CPUs from {allowed_cpus}")
-    return sorted(set(out))
+    if len(set(out)) != len(out):  # 0,0 ran on one CPU where two were read
+        raise spec_error(key, value, f"each CPU once (CPUs from {allowed_cpus})")
+    return sorted(out)
 
 
 def _fraction(key: str, value: Any) -> float:
