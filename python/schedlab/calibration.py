@@ -281,7 +281,7 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
             "phases": {"alone": len(rows[0]), "turns": len(rows[1]), "switches": len(rows[2]),
                        "idle": len(idle)},
             "file_bytes": sizes, "packet_bytes": packet,
-            "emulated_per_kib": per_byte * 1024,
+            "emulated_ms_per_kib": per_byte * 1024,
         },
     }
 
