@@ -234,6 +234,9 @@ def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
     for args, key in ((["--out", str(tmp_path / "p.txt")], "out = "),
                       (["--out", str(tmp_path / "p.toml"), "--cost", "5xs"], "cost = 5xs"),
                       (["--out", str(tmp_path / "p.toml"), "--cpus", "0"], "cpus = 0"),
+                      # The server's own rule, not ">= 0" and then, at 0, ">= 1".
+                      (["--out", str(tmp_path / "p.toml"), "--packet", "-1"],
+                       "packet = -1: expected a whole number >= 1"),
                       (["--out", str(tmp_path / "p.toml"), "--phase-ms", "500"],
                        "phase_ms = 500.0: expected ms of load per server phase, from 1000"),
                       (["--out", str(tmp_path / "f" / "p.toml")], "out = ")):

@@ -398,20 +398,24 @@ def _count_rule(key: str, in_class: bool = False) -> str | None:
     with 0 and 1 in a spec that takes 1 (in a class of two, for a class's count: a class may
     have no clients): a rule that refuses 1 in every such spec depends on other keys and is
     not given here."""
+    validate, bases = _core.validate, _PROBE_SPECS
     if key not in (_core.SIM_CLASS_KEYS if in_class else _core.SIM_KEYS):
-        return None
+        if in_class or key not in dict(_core.SERVE_KEYS):
+            return None
+        # A key of the server only (packet): the server's rule.
+        validate, bases = _core.serve_validate, ({"root": "/"},)
     path = f"classes[0].{key}" if in_class else key
 
     def refusal(base: dict, value: int) -> str | None:
         given = ({"classes": [{"name": "a", key: value}, {"name": "b"}]} if in_class
                  else {key: value})
         try:
-            _core.validate({**base, **given})
+            validate({**base, **given})
         except SpecError as e:
             return e.allowed if e.key == path else ""
         return None
 
-    for base in _PROBE_SPECS:
+    for base in bases:
         if refusal(base, 1) is None:
             return refusal(base, 0) or None
     return None
