@@ -263,6 +263,7 @@ def test_calibrate_refuses_bad_input_before_any_run(tmp_path):
     for option, message in ((dict(phase_ms=0), "^phase_ms = 0: "),
                             (dict(reps=2.5), "^reps = 2.5: "),
                             (dict(quick="yes"), '^quick = "yes": expected true or false'),
+                            (dict(seed="1"), '^seed = "1": expected a whole number'),
                             # The os world's length was taken by a server calibration and
                             # ignored (a full run, exit 0).
                             (dict(reps=3), "^reps = 3: expected nothing in a server "

@@ -53,7 +53,7 @@ import numpy as np
 
 from schedlab import profile as profiles
 from schedlab import server as machinery
-from schedlab.vocabulary import quoted, spec_error
+from schedlab.vocabulary import KEYS, quoted, spec_error, typed
 
 # The server keys a calibration takes (the server as it will run), and their defaults.
 CONFIG_KEYS = ("cpus", "cost", "cost_mode", "packet", "packet_unit", "buffer")
@@ -525,6 +525,7 @@ def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: in
     if world not in WORLDS:
         raise spec_error("world", world, "server or os")
     config_of(dict(spec), world)  # bad keys: refused before anything is written or run
+    seed = typed("seed", seed, KEYS["seed"])  # "1" named as text, before any phase runs
     # Each world's length is its own: a server's reps were ignored silently.
     for key, value, its in (("reps", reps, "os"), ("phase_ms", phase_ms, "server")):
         if value is not None and world != its:
