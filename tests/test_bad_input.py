@@ -66,6 +66,11 @@ BAD = [
     (["os", "--clients", "1", "--jobs", "5", "--size", "exp:-2"], "size"),
     (["os", "--jobs-out", "jobs.txt"], "jobs_out"),
     (["os", "--clients", "1", "--jobs", "2", "--trace-out", "/proc/x/t.json"], "trace_out"),
+    # argparse's own type and choice errors, in the same words ("argument --jobs: invalid
+    # int value: '1e3'" under "schedlab sim: error:" before).
+    (["sim", "--jobs", "1e3"], "jobs"),
+    (["theory", "--load", "0.5", "--cpus", "1e9"], "cpus"),
+    (["calibrate", "disk", "--out", "p.toml"], "world"),
     (["theory", "--policy", "foo", "--load", "0.5"], "policy"),
     (["theory", "--load", "1.2"], "load"),
     (["theory", "--load", "0.5", "--size", "exp:-1"], "size"),

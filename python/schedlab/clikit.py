@@ -5,6 +5,7 @@ parameter flags and `--spec FILE.toml` one-run files."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -32,8 +33,26 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        # "schedlab: error:" as every other refusal says, not "schedlab sim: error:".
+        print(f"{self.prog.split()[0]}: error: {_as_key(message)}", file=sys.stderr)
         sys.exit(2)
+
+
+# argparse's "argument --jobs: invalid int value: '1e3'" in the project's words: the key,
+# the value, what is allowed.
+_ARGPARSE_TYPE = re.compile(r"^argument ((?:--)?[\w-]+)[^:]*: invalid (int|float) value: '(.*)'$")
+_ARGPARSE_CHOICE = re.compile(r"^argument ((?:--)?[\w-]+)[^:]*: invalid choice: '(.*)' "
+                              r"\(choose from (.*)\)$")
+
+
+def _as_key(message: str) -> str:
+    if m := _ARGPARSE_TYPE.match(message):
+        key = m[1].removeprefix("--").replace("-", "_")
+        return f"{key} = {m[3]}: expected {'a whole number' if m[2] == 'int' else 'a number'}"
+    if m := _ARGPARSE_CHOICE.match(message):
+        key = m[1].removeprefix("--").replace("-", "_")
+        return f"{key} = {m[2]}: expected one of {m[3].replace(chr(39), '')}"
+    return message
 
 
 def progress_bar(total: int, what: str, enabled: bool | None = None) -> Any:
