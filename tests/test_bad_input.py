@@ -71,6 +71,10 @@ BAD = [
     (["sim", "--jobs", "1e3"], "jobs"),
     (["theory", "--load", "0.5", "--cpus", "1e9"], "cpus"),
     (["calibrate", "disk", "--out", "p.toml"], "world"),
+    # A size whose arrivals at the load have no finite rate is named, not the derived
+    # arrival (arrival = exp:inf) or load (load = inf) the user never gave.
+    (["theory", "--load", "0.5", "--size", "det:1e308"], "size"),
+    (["theory", "--policy", "ps", "--load", "0.5", "--size", "det:1e-320"], "size"),
     (["theory", "--policy", "foo", "--load", "0.5"], "policy"),
     (["theory", "--load", "1.2"], "load"),
     (["theory", "--load", "0.5", "--size", "exp:-1"], "size"),

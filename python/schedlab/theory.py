@@ -504,7 +504,13 @@ def poisson_at_load(load: float, size: str, cpus: int = 1) -> str:
     es = float(_core.parse_dist(size, "size")["mean"])
     if es <= 0:
         raise spec_error("size", size, "a mean size > 0 to derive arrivals from a load")
-    return f"exp:{es / (load * cpus)!r}"
+    mean_gap = es / (load * cpus)
+    # det:1e308 at load 0.5 gave exp:inf; det:1e-320 a rate of inf (said as load = inf).
+    if not (math.isfinite(mean_gap) and mean_gap > 0 and math.isfinite(1 / mean_gap)):
+        raise spec_error("size", size, f"a mean size whose arrivals at load {load:g} have a "
+                         f"finite rate (mean size {es:g} ms gives a mean gap of "
+                         f"{mean_gap:g} ms)")
+    return f"exp:{mean_gap!r}"
 
 
 def _poisson_rate(arrival: str) -> tuple[float, bool]:
