@@ -20,13 +20,13 @@ from schedlab.clikit import (
     add_key_flags,
     add_policy_param_flags,
     class_arg,
+    flag_params,
     spec_from_args,
 )
 from schedlab.summary_rows import replication_warnings, run_notes
 from schedlab.vocabulary import (
     KEYS,
     find_policy,
-    param_value,
     policy_catalog,
     replication_count,
     spec_error,
@@ -423,11 +423,7 @@ def cmd_theory(args: argparse.Namespace) -> int:
         raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or --load")
     # The policy's parameters (--quantum of rr and fb, --preemptive of lcfs), as `sim` takes
     # them; the theory refuses one the policy does not have (and a quantum <= 0).
-    params = {}
-    for name in sorted({q["name"] for info in policy_catalog() for q in info["params"]}):
-        given = getattr(args, f"param_{name}", None)
-        if given is not None:
-            params[name] = param_value(name, given, text=True)
+    params = dict(sorted(flag_params(args).items()))
     quantum = params.get("quantum")
     try:
         value = theory.mean_response(args.policy, arrival, args.size, cpus=args.cpus, **params)

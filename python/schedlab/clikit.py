@@ -55,6 +55,14 @@ def _as_key(message: str) -> str:
     return message
 
 
+def flag_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The policy parameters given by flag (`add_policy_param_flags`), each flag's text read
+    as its value (3, not "3": what was typed was a number)."""
+    return {name[len("param_"):]: param_value(name[len("param_"):], value, text=True)
+            for name, value in vars(args).items()
+            if name.startswith("param_") and value is not None}
+
+
 def progress_bar(total: int, what: str, enabled: bool | None = None) -> Any:
     """A rich progress bar on stderr (bar, done/total, elapsed, ETA) for work longer than about
     a second; nothing when stderr is not a terminal (`enabled` None) or when disabled. Use
@@ -257,10 +265,7 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     on_line = Params()
     if getattr(args, "policy", None) is not None:
         spec["policy"] = on_line.of_policy(spec["policy"], f"--policy {spec['policy']}")
-    # A flag's text read as its value (3, not "3": what was typed was a number).
-    on_line.give({name[len("param_"):]: param_value(name[len("param_"):], value, text=True)
-                  for name, value in vars(args).items()
-                  if name.startswith("param_") and value is not None}, "its flag")
+    on_line.give(flag_params(args), "its flag")
     params = {**in_file.values, **on_line.values}
     if params:
         spec["params"] = params

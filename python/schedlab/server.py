@@ -36,7 +36,7 @@ import numpy as np
 import schedlab._core as _core
 from schedlab import noise
 from schedlab._core import SpecError
-from schedlab.clikit import Parser, add_policy_param_flags
+from schedlab.clikit import Parser, add_policy_param_flags, flag_params
 from schedlab.files import check_writable, make_parent, unmake
 from schedlab.lifetime import alive, child_env, die_with_parent
 from schedlab.vocabulary import Params, find_policy, param_value, parse_policies, spec_error
@@ -1039,9 +1039,7 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
         cfg["announce"] = False
     if args.policy is not None:
         cfg["policy"] = _one_policy(args.policy, on_line, f"--policy {args.policy}")
-    on_line.give({name[len("param_"):]: param_value(name[len("param_"):], value, text=True)
-                  for name, value in vars(args).items()
-                  if name.startswith("param_") and value is not None}, "its flag")
+    on_line.give(flag_params(args), "its flag")
     params = {**in_file.values, **on_line.values}
     if params:
         cfg["params"] = params
