@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::{SpecError, Unit};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a number, a list of numbers or true/false")]
 pub enum ParamValue {
     Bool(bool),
     Num(f64),

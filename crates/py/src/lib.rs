@@ -160,16 +160,6 @@ fn read_spec<T: DeserializeOwned>(spec: &Bound<'_, PyDict>) -> Result<T, SpecErr
             format!("a whole number ({})", type_given(&inner))
         } else if inner.contains("must be real number") {
             format!("a number ({})", type_given(&inner))
-        } else if let Some(kind) = inner.split("untagged enum ").nth(1) {
-            // serde's "data did not match any variant of untagged enum WarmupSpec".
-            match kind.trim() {
-                "WarmupSpec" => "a whole number >= 0, or auto",
-                "IdealSpec" => "a CPU, a list of CPUs, or a word (start, round-robin, ...)",
-                "BurstSpec" => "a burst as text (COUNTx/PATH@MS, ...) or a list of groups",
-                "ParamValue" => "a number, a list of numbers or true/false",
-                _ => "a value of another form",
-            }
-            .to_string()
         } else if let Some((_, expected)) = inner
             .strip_prefix("invalid type: ")
             .and_then(|rest| rest.split_once(", expected "))

@@ -101,7 +101,7 @@ pub struct SimSpec {
 
 /// `warmup`: a number of jobs, or "auto" (MSER-5, `schedlab_model::output`).
 #[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a whole number >= 0, or auto")]
 pub enum WarmupSpec {
     Jobs(u64),
     Word(String),
@@ -219,7 +219,10 @@ pub enum IoDevice {
 
 /// `ideal` as given: a word, or a list of CPUs.
 #[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a CPU, a list of CPUs, or a word (start, round-robin, ...)"
+)]
 pub enum IdealSpec {
     Cpu(u32),
     List(Vec<u32>),

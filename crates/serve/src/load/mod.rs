@@ -65,7 +65,10 @@ pub struct Rec {
 
 /// A burst as text (`5x/large.bin@0,10x/small.bin@50`) or as a list of groups.
 #[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a burst as text (COUNTx/PATH@MS, ...) or a list of groups"
+)]
 pub enum BurstSpec {
     Text(String),
     Groups(Vec<BurstGroup>),
