@@ -165,6 +165,34 @@ def test_theory_of_rr_says_it_is_the_vanishing_quantum_limit():
 
 
 
+def test_theory_from_python_is_the_commands_json():
+    # `schedlab.theory(...)` answers what `schedlab theory --json` prints, key for key.
+    import schedlab as lab
+
+    cases = [(["--policy", "fcfs", "--load", "0.9", "--size", "exp:1", "--quantile", "0.5,0.99"],
+              dict(policy="fcfs", size="exp:1", load=0.9, quantiles=[0.5, 0.99])),
+             (["--policy", "rr", "--load", "0.5", "--size", "det:20"],
+              dict(policy="rr", size="det:20", load=0.5)),
+             (["--policy", "srpt", "--arrival", "exp:1.25", "--size", "exp:1", "--quantile",
+               "0.99"], dict(policy="srpt", size="exp:1", arrival="exp:1.25", quantiles=[0.99])),
+             (["--policy", "lcfs", "--preemptive", "true", "--load", "0.5", "--size", "det:1"],
+              dict(policy="lcfs", size="det:1", load=0.5, preemptive=True))]
+    for args, kwargs in cases:
+        out = schedlab("theory", *args, "--json")
+        assert lab.theory(**kwargs) == json.loads(out.stdout), args
+    # M/M/1 at load 0.9, mean size 1: mean 10 ms, p99 = 10 ln 100 = 46.0517 ms.
+    got = lab.theory("fcfs", "exp:1", load=0.9, quantiles=[0.99])
+    assert got["mean"] == pytest.approx(10.0) and got["unit"] == "ms"
+    assert got["quantiles"]["p99"] == pytest.approx(10 * np.log(100))
+    for kwargs, key in ((dict(quantiles=[1.5], load=0.5), "quantile"),
+                        (dict(quantiles=["0.5"], load=0.5), "quantile"),
+                        (dict(load=0.5, arrival="exp:2"), "load"),
+                        (dict(), "arrival"), (dict(policy="foo", load=0.5), "policy")):
+        with pytest.raises(lab.SpecError, match=f"^{key} = "):
+            lab.theory(**kwargs)
+    assert lab.theory.mean_response("ps", "exp:21", "det:20") == pytest.approx(420.0)
+
+
 def test_theory_takes_every_policy_parameter_the_formulas_read():
     # M/D/1 at load 0.5, size 1: non-preemptive LCFS has FCFS's mean, 1 + 0.5 / (2 x 0.5) =
     # 1.5 ms (Pollaczek-Khinchine); preemptive LCFS has PS's, 1 / (1 - 0.5) = 2 ms.
@@ -251,6 +279,32 @@ def test_every_command_prints_its_help():
         assert f"usage: schedlab {name}" in text, name
     sim_help = sub.choices["sim"].format_help()
     assert "--precision" in sim_help and "95% interval" in sim_help
+
+
+def test_every_command_is_a_python_call_of_its_name():
+    # "Everything a user can do is reachable from the CLI and from Python, with the same
+    # names": `schedlab report`, `quickstart`, `policies` and `os` had no call of their name
+    # (`schedlab.os` was the standard library's). `sim` is `simulate`.
+    import argparse
+
+    import schedlab as lab
+    from schedlab.cli import make_parser
+
+    parser = make_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name in sub.choices:
+        call = getattr(lab, "simulate" if name == "sim" else name)
+        assert callable(call), name
+    assert lab.os.__module__ == "schedlab.api"
+    assert "os" in dir(lab) and "os" not in lab.__all__  # `import *` keeps the user's os
+    assert lab.policies() == json.loads(schedlab("policies", "--json").stdout)
+    assert repr(lab.policies.RR(quantum=5)) == "RR(quantum=5)"  # still the policies' module
+    # `import schedlab` still keeps OpenBLAS to one thread (its `os` is now `_os`).
+    env = {k: v for k, v in cli_env().items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", "import os, schedlab; "
+                          "print(os.environ['OPENBLAS_NUM_THREADS'])"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.stdout.strip() == "1", out.stderr
 
 
 def test_result_files_take_the_umask_not_0600(tmp_path):

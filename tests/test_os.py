@@ -6,6 +6,7 @@ bounded; trials the noise gate flags are retried (bounded) where foreign load wo
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -144,6 +145,26 @@ def test_nice_weights_give_the_kernel_table_shares_on_one_cpu():
     # The share was taken while both ran: the interval ends when n0 finished.
     assert r.summary["contended_end"] == "task 0 finished its jobs"
     assert r.summary["contended_ms"] < r.summary["wall_ms"]
+
+
+def test_the_os_world_from_python_takes_the_commands_keys(tmp_path):
+    # `schedlab os` from Python is `schedlab.os(...)` (it was the standard library's `os`):
+    # the command's keys as keyword arguments, its trace file, its one-policy rule.
+    trace = tmp_path / "os.json"
+    r = schedlab.os(jobs=4, size=200, cpus=[0], quiet_wait=0, trace_out=trace,
+                    classes=[{"name": "n0", "nice": 0, "clients": 1},
+                             {"name": "n5", "nice": 5, "clients": 1}])
+    theory = NICE_WEIGHTS[20] / (NICE_WEIGHTS[20] + NICE_WEIGHTS[25])
+    assert abs(by_class(r, "n0")["share"] - theory) < 0.02, by_class(r, "n0")["share"]
+    assert r.summary["jobs"] == 4 and r.summary["unfinished"] == 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    # Under the kernel the trace is each process's sampled runnable stretches (docs/trace.md).
+    assert {e["name"] for e in events if e.get("ph") == "X"} == \
+        {"task 0 runnable", "task 1 runnable"}
+    with pytest.raises(SpecError, match=r"^policy = "):
+        schedlab.os("lottery,stride", jobs=1, size=1)
+    with pytest.raises(SpecError, match=r"^nice = "):
+        schedlab.os(jobs=1, size=1, clients=1, nice=99)
 
 
 def test_sched_idle_gets_almost_nothing_next_to_a_normal_task():

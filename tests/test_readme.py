@@ -102,6 +102,45 @@ def test_the_quick_start_gives_every_figure_its_interval_and_theory(capsys, monk
     assert low <= mean <= high and low <= 210.0 <= high
 
 
+def test_the_quick_start_from_python_is_the_commands_table():
+    """`schedlab.quickstart(...)` is `schedlab quickstart`: the same runs as a DataFrame (the
+    mean over the replications, its interval, the closed form), each cell as the command
+    prints it; bad lengths are refused by name, as on the command line."""
+    import math
+
+    import schedlab
+    from schedlab import quickstart
+
+    out = subprocess.run([SCHEDLAB, "quickstart", "--jobs", "20000", "--replications", "2"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**cli_env(), "COLUMNS": "250"})
+    assert out.returncode == 0, out.stderr
+    printed = {tuple(c.strip() for c in line.split("│")[1:3]):
+               [c.strip() for c in line.split("│")[3:7]]
+               for line in out.stdout.splitlines() if line.startswith("│")}
+    df = schedlab.quickstart(jobs=20_000, replications=2)
+    assert len(df) == len(printed) == 12
+    names = ("mean", "p50", "p95", "p99")
+    for _, row in df.iterrows():
+        assert [quickstart.cell(row, f"response_{n}") for n in names] == \
+            printed[(row["service"], row["policy"])]
+        for n in names:
+            key = f"response_{n}"
+            assert 0 <= row[f"{key}_ci_low"] <= row[key] <= row[f"{key}_ci_high"]
+    by = df.set_index(["service", "policy"])
+    # M/D/1 FCFS at load 0.95 with size 20 ms: P-K mean 210 ms; M/M/1 PS: 400 ms; RR with a
+    # quantum has no closed form.
+    assert math.isclose(by.loc[("det:20", "FCFS"), "theory_response_mean"], 210.0, rel_tol=1e-9)
+    assert math.isclose(by.loc[("exp:20", "PS"), "theory_response_mean"], 400.0, rel_tol=1e-9)
+    assert math.isnan(by.loc[("det:20", "RR q=10"), "theory_response_mean"])
+    assert set(df.attrs["units"].values()) == {"ms"}
+    assert len(df.attrs["units"]) == len(df.columns) - 2
+    for kwargs, key in ((dict(jobs=0), "jobs"), (dict(replications=0), "replications"),
+                        (dict(seed=-1), "seed")):
+        with pytest.raises(schedlab.SpecError, match=f"^{key} = "):
+            schedlab.quickstart(**kwargs)
+
+
 def test_the_readmes_experiment_file_is_the_shipped_one():
     """The tour's TOML says it is experiments/rr-ps-fcfs/experiment.toml without some tables:
     each key it gives is the file's, with the file's value (it had drifted: other quanta, no

@@ -4,6 +4,7 @@ Chromium (Debian's chromium package, installed by `make setup`)."""
 from __future__ import annotations
 
 import html as html_lib
+import importlib
 import json
 import math
 import re
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import schedlab
-from conftest import ROOT
+from conftest import ROOT, SCHEDLAB, cli_env
 from schedlab import experiment as ex
 from schedlab import worlds
 from schedlab.report import (
@@ -439,6 +440,34 @@ def test_missing_data_becomes_notes_not_errors(tmp_path):
     assert any("per-task shares" in n for n in notes)
     assert any("per-job tables" in n for n in notes)
     assert text.count('<svg class="plot"') >= 3  # response, percentiles, throughput, ...
+
+
+def test_the_report_from_python_is_the_commands(tmp_path):
+    # `schedlab report DIR` is `schedlab.report(DIR)`: the package is called, and stays
+    # callable after its submodules are imported (a function of the name would not).
+    d = {"experiment": {"name": "two", "keep_jobs": False},
+         "workload": {"load": 0.5, "size": "exp:1", "jobs": 500},
+         "policy": [{"name": "fcfs"}, {"name": "srpt"}]}
+    out = tmp_path / "two"
+    res = schedlab.run(d, out=out)
+    importlib.import_module("schedlab.report.plots")
+    html = schedlab.report(out)
+    assert html == out / "report.html"
+    text = html.read_text()
+    means = res.metric("response_mean")
+    assert len(means) == 2
+    for _, row in means.iterrows():
+        assert f"{row['mean']:.4g}" in text
+    cli = subprocess.run([SCHEDLAB, "report", str(out), "--html", str(tmp_path / "cli.html")],
+                         capture_output=True, text=True, timeout=120, env=cli_env())
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.strip() == str(tmp_path / "cli.html")
+    assert schedlab.report(out, html=tmp_path / "py.html") == tmp_path / "py.html"
+    for name in ("cli.html", "py.html"):
+        assert all(f"{row['mean']:.4g}" in (tmp_path / name).read_text()
+                   for _, row in means.iterrows())
+    with pytest.raises(schedlab.SpecError, match=r"^results = "):
+        schedlab.report(tmp_path / "none")
 
 
 def test_two_worlds_plot_side_by_side(tmp_path, monkeypatch):

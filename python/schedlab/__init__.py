@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-import os
+import os as _os
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -15,27 +15,33 @@ from typing import TYPE_CHECKING, Any
 # few small fits gain nothing from it, and the spinning takes a core from the simulator and
 # from the real worlds' measurements (a fifth of the CPU of a batch of short runs, issue 12).
 # Set before numpy loads; a value the user set wins.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from schedlab._core import SpecError  # noqa: E402
 
 if TYPE_CHECKING:
-    from schedlab import policies, theory
+    from schedlab import policies, quickstart, report, theory
     from schedlab.api import load_results, run, simulate, validate
+    from schedlab.api import os as os  # re-exported, left out of __all__ (below)
     from schedlab.calibration import calibrate
     from schedlab.results import Result
     from schedlab.server import Server, load, serve
 
+# Every command of `schedlab` by its name (`sim` is `simulate`; `report`, `quickstart` and
+# `policies` are callable modules). `os` is left out of `*`: it would shadow the standard
+# library's.
 __all__ = ["simulate", "validate", "run", "load_results", "calibrate", "serve", "load",
-           "policies", "theory", "Result", "Server", "SpecError"]
+           "policies", "theory", "report", "quickstart", "Result", "Server", "SpecError"]
 __version__ = "0.1.0"
 
 # The API is imported on first use (PEP 562), so the command line starts without pandas and
 # scipy (issue 12). Name -> the module that defines it; None for a submodule.
 _LAZY = {"simulate": "schedlab.api", "validate": "schedlab.api", "run": "schedlab.api",
+         "os": "schedlab.api",
          "load_results": "schedlab.api", "calibrate": "schedlab.calibration",
          "serve": "schedlab.server", "load": "schedlab.server", "Server": "schedlab.server",
-         "Result": "schedlab.results", "policies": None, "theory": None}
+         "Result": "schedlab.results", "policies": None, "theory": None, "report": None,
+         "quickstart": None}
 
 
 def __getattr__(name: str) -> Any:
@@ -57,4 +63,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted((set(globals()) - {"_os"}) | set(__all__) | {"os"})

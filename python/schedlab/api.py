@@ -55,6 +55,35 @@ def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, replications: int 
     return result
 
 
+def os(policy: Any = "kernel", *, trace_out: Any = None, **kwargs: Any) -> Any:
+    """`schedlab os` from Python: runs the workload on real Linux processes and returns a
+    Result in the common schema. `policy="kernel"` (the default) runs each class under the
+    kernel policy its keys give (nice, rtprio, SCHED_DEADLINE...); a schedlab policy
+    (`"lottery"`, `policies.Stride(...)`) is enforced from user space by the dispatcher.
+    The keys are the os world's (docs/os.md), as keyword arguments:
+
+        schedlab.os(clients=2, size="det:200", jobs=4, cpus=1,
+                    classes=[{"nice": 0}, {"nice": 5}])
+
+    `trace_out="run.json"` writes the schedule as a Chrome/Perfetto trace. Raises SpecError
+    naming the key, `schedlab.osrun.Refused` when the kernel forbids what is asked (with its
+    reason); `schedlab.osrun.capabilities()` says what this kernel allows.
+    """
+    from schedlab.worlds import os as os_world  # the os world: only when asked for
+
+    if isinstance(policy, list | tuple) or (isinstance(policy, str) and "," in policy):
+        raise spec_error("policy", policy, "one policy: real processes compare policies in "
+                         "an experiment file (world = \"os\", [[policy]] tables)")
+    if trace_out is not None:
+        from schedlab import trace
+
+        trace.check_trace_out("trace_out", trace_out)
+    result = os_world.run(flat_spec(policy, **kwargs))
+    if trace_out is not None:
+        trace.write_trace(result, trace_out)
+    return result
+
+
 def validate(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     """Checks a spec without running it; returns the spec dict the core accepts."""
     return sim.validate(flat_spec(policy, **kwargs))

@@ -26,7 +26,6 @@ from schedlab.clikit import (
 from schedlab.summary_rows import replication_warnings, run_notes
 from schedlab.vocabulary import (
     KEYS,
-    find_policy,
     policy_catalog,
     replication_count,
     spec_error,
@@ -394,81 +393,45 @@ def _print_os(result: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-RR_LIMIT = ("rr without --quantum is its limit as the quantum vanishes: processor sharing "
-            "(the simulator's rr has quantum 10 ms; a finite quantum has no closed form)")
-
-
 def cmd_theory(args: argparse.Namespace) -> int:
+    import json
+
     from schedlab import theory
 
-    find_policy(args.policy)  # an unknown name is bad input; a known one may lack a formula
     quantiles = []  # --quantile: repeatable, each a probability or a comma list of them
     for item in (x for text in args.quantile or [] for x in text.split(",")):
         try:
-            q = float(item)
+            quantiles.append(float(item))
         except ValueError:
-            q = float("nan")
-        if not 0 < q < 1:
             raise spec_error("quantile", item.strip() or "(empty)",
-                             "a probability strictly between 0 and 1, e.g. 0.99 "
-                             "(repeat --quantile or give a comma list)")
-        quantiles.append(q)
-    labels = [f"p{100 * q:.10g}" for q in quantiles]
-    if args.load is not None and args.arrival is not None:
-        raise spec_error("load", args.load, "either load or arrival, not both")
-    arrival = args.arrival
-    if args.load is not None:
-        arrival = theory.poisson_at_load(args.load, args.size, cpus=args.cpus)
-    if arrival is None:
-        raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or --load")
+                             f"{theory.QUANTILE_ALLOWED} (repeat --quantile or give a comma "
+                             "list)") from None
     # The policy's parameters (--quantum of rr and fb, --preemptive of lcfs), as `sim` takes
     # them; the theory refuses one the policy does not have (and a quantum <= 0).
-    params = dict(sorted(flag_params(args).items()))
-    quantum = params.get("quantum")
-    try:
-        value = theory.mean_response(args.policy, arrival, args.size, cpus=args.cpus, **params)
-        values = None
-        if quantiles and value is not None:
-            values = theory.response_quantile(args.policy, arrival, args.size, quantiles,
-                                              cpus=args.cpus, **params)
-    except ValueError as e:
-        if isinstance(e, SpecError):
-            raise
-        raise spec_error("theory", f"{args.policy} {arrival} {args.size}", str(e)) from None
-    where = f"{args.policy} with arrival {arrival}, size {args.size}, cpus {args.cpus}" + (
-        f", quantum {quantum:g} ms" if quantum is not None else "") + "".join(
-        f", {k} {v}" for k, v in params.items() if k != "quantum")
-    # rr without a quantum is a limit, not the simulator's default rr (quantum 10): say so.
-    limit = (find_policy(args.policy)["name"] == "rr" and quantum is None
-             and value is not None)
-    found = value is not None and (not quantiles or values is not None)
+    params = flag_params(args)
+    out = theory.answer(args.policy, args.size, arrival=args.arrival, load=args.load,
+                        cpus=args.cpus, quantiles=quantiles, **params)
+    mean, values = out["mean"], out.get("quantiles", {})
+    found = mean is not None and None not in values.values()
     if args.json:
-        import json
-
-        out: dict[str, Any] = {"policy": args.policy, "arrival": arrival, "size": args.size,
-                               "cpus": args.cpus, "unit": "ms", "mean": value}
-        out.update(params)
-        if limit:
-            out["note"] = RR_LIMIT
-        if quantiles:
-            out["quantiles"] = {label: None if values is None else float(values[i])
-                                for i, label in enumerate(labels)}
         print(json.dumps(out))
         return 0 if found else 1
-    if value is None:
+    quantum = params.get("quantum")
+    where = f"{args.policy} with arrival {out['arrival']}, size {args.size}, cpus " \
+        f"{args.cpus}" + (f", quantum {quantum:g} ms" if quantum is not None else "") + "".join(
+            f", {k} {v}" for k, v in sorted(params.items()) if k != "quantum")
+    if mean is None:
         print(f"schedlab: no closed form for {where} (see schedlab.theory.COVERED)",
               file=sys.stderr)
         return 1
-    print(f"mean {value:.6g} ms")  # scripts read --json (its "unit" is ms)
-    if limit:
-        print(f"schedlab: {RR_LIMIT}", file=sys.stderr)
-    if not quantiles:
-        return 0
-    if values is None:
+    print(f"mean {mean:.6g} ms")  # scripts read --json (its "unit" is ms)
+    if "note" in out:
+        print(f"schedlab: {out['note']}", file=sys.stderr)
+    if None in values.values():
         print(f"schedlab: no response-time distribution for {where} "
               "(see schedlab.theory.COVERED)", file=sys.stderr)
         return 1
-    for label, q in zip(labels, values, strict=True):
+    for label, q in values.items():
         print(f"{label} {q:.6g} ms")
     return 0
 
@@ -493,11 +456,6 @@ def cmd_policies(args: argparse.Namespace) -> int:
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from schedlab.quickstart import main as quickstart
 
-    typed("jobs", args.jobs, KEYS["jobs"])
-    typed("seed", args.seed, KEYS["seed"])
-    replication_count(args.replications)
-    if args.jobs < 1:
-        raise spec_error("jobs", args.jobs, "a whole number >= 1")
     return quickstart(jobs=args.jobs, seed=args.seed, replications=args.replications)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from schedlab.command import callable_module
 from schedlab.vocabulary import parse_policies, policy_catalog, spec_error
 
 # Policies written on one line (`fcfs,srpt,rr:quantum=5`): the vocabulary reads them.
@@ -60,3 +61,13 @@ for _info in policy_catalog():
     )
     globals()[_cls.__name__] = _cls
     __all__.append(_cls.__name__)
+
+
+def catalog() -> list[dict[str, Any]]:
+    """`schedlab policies` from Python (as `schedlab.policies()`): every policy with its
+    aliases, summary and parameters (name, unit, allowed values, typed default), as
+    `schedlab policies --json` prints them."""
+    return policy_catalog()
+
+
+callable_module(__name__, catalog)

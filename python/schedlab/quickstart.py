@@ -9,7 +9,9 @@ across policies (common random numbers), so policy differences are not noise.
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -17,7 +19,9 @@ from rich.table import Table
 from schedlab import theory
 from schedlab.api import simulate
 from schedlab.clikit import progress_bar
+from schedlab.command import callable_module
 from schedlab.stats import t_interval
+from schedlab.vocabulary import KEYS, SUMMARY_UNITS, replication_count, spec_error, typed
 
 LOAD = 0.95
 MEAN_SIZE = 20.0
@@ -41,16 +45,34 @@ def _theory(policy: str, params: dict, arrival: str, size: str) -> dict[str, flo
     return out
 
 
-def cell(values: list[float], expected: float | None) -> str:
-    """The mean of the replications and its 95% interval (Student t, cut at 0 as every
-    interval of a summary is), as every table of schedlab writes them: `mean [low, high]`;
-    the theory after it in parentheses where there is one."""
-    iv = t_interval(values, floor=0.0)
-    text = f"{iv.mean:.1f} [{iv.low:.1f}, {iv.high:.1f}]"
-    return text + (f" ({expected:.1f})" if expected is not None else "")
+def cell(row: dict[str, Any], key: str) -> str:
+    """A row's figure as every table of schedlab writes it: `mean [low, high]` over the
+    replications (Student t, cut at 0 as every interval of a summary is), the theory after it
+    in parentheses where there is one."""
+    text = f"{row[key]:.1f} [{row[key + '_ci_low']:.1f}, {row[key + '_ci_high']:.1f}]"
+    expected = row[f"theory_{key}"]
+    return text + (f" ({expected:.1f})" if not math.isnan(expected) else "")
 
 
-def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
+def checked(jobs: Any, seed: Any, replications: Any) -> tuple[int, int, int]:
+    """The three lengths as the command line and Python both take them, or a SpecError naming
+    the key."""
+    jobs = typed("jobs", jobs, KEYS["jobs"])
+    seed = typed("seed", seed, KEYS["seed"])
+    replications = replication_count(replications)
+    if jobs < 1:
+        raise spec_error("jobs", jobs, "a whole number >= 1")
+    return jobs, seed, replications
+
+
+def measure(jobs: int = 2_000_000, seed: int = 1, replications: int = 6
+            ) -> tuple[str, list[dict[str, Any]]]:
+    """Runs every cell; returns the Poisson arrival law and one row per size law and policy:
+    `service`, `policy`, and for each of `response_mean`, `response_p50`, `response_p95`,
+    `response_p99` (ms) the mean over the replications, its 95% interval (`KEY_ci_low`,
+    `KEY_ci_high`) and the closed form (`theory_KEY`, NaN where there is none), as a
+    comparison's table names them."""
+    jobs, seed, replications = checked(jobs, seed, replications)
     arrival = theory.poisson_at_load(LOAD, SIZES[0])
     configs = [(label, policy, params, size)
                for size in SIZES for label, policy, params in POLICIES]
@@ -72,15 +94,46 @@ def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
                 bar.advance(task)
         summaries = [f.result() for f in futures]
 
-    table = Table(title=f"One CPU, load {LOAD}, Poisson arrivals ({arrival}); {replications} "
-                  f"replications of {jobs:,} jobs per cell: response time in ms, mean [95% "
-                  f"interval], theory in parentheses where it exists")
-    for col in ("service", "policy", "mean", "p50", "p95", "p99"):
-        table.add_column(col, justify="left" if col in ("service", "policy") else "right")
+    rows = []
     for c, (label, policy, params, size) in enumerate(configs):
         runs = summaries[c * replications:(c + 1) * replications]
         th = _theory(policy, params, arrival, size)
-        table.add_row(size, label, cell([s["response_mean"] for s in runs], th["mean"]),
-                      *(cell([s[f"response_{q}"] for s in runs], th[q]) for q, _ in QUANTILES))
-    Console().print(table)
+        row: dict[str, Any] = {"service": size, "policy": label}
+        for name in ("mean", *dict(QUANTILES)):
+            key = f"response_{name}"
+            iv = t_interval([s[key] for s in runs], floor=0.0)
+            expected = th[name]
+            row.update({key: iv.mean, f"{key}_ci_low": iv.low, f"{key}_ci_high": iv.high,
+                        f"theory_{key}": math.nan if expected is None else expected})
+        rows.append(row)
+    return arrival, rows
+
+
+def table(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> Any:
+    """`schedlab quickstart` from Python (as `schedlab.quickstart(...)`): the table as a
+    DataFrame, units in `.attrs["units"]`."""
+    import pandas as pd
+
+    _arrival, rows = measure(jobs, seed, replications)
+    df = pd.DataFrame(rows)
+    df.attrs["units"] = {c: SUMMARY_UNITS[c.removeprefix("theory_").split("_ci_")[0]]
+                         for c in df.columns if c not in ("service", "policy")}
+    return df
+
+
+def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
+    arrival, rows = measure(jobs, seed, replications)
+    out = Table(title=f"One CPU, load {LOAD}, Poisson arrivals ({arrival}); {replications} "
+                  f"replications of {jobs:,} jobs per cell: response time in ms, mean [95% "
+                  f"interval], theory in parentheses where it exists")
+    for col in ("service", "policy", "mean", "p50", "p95", "p99"):
+        out.add_column(col, justify="left" if col in ("service", "policy") else "right")
+    for row in rows:
+        out.add_row(row["service"], row["policy"],
+                    *(cell(row, f"response_{name}") for name in ("mean", *dict(QUANTILES))))
+    Console().print(out)
     return 0
+
+
+# `schedlab.quickstart(jobs=..., seed=..., replications=...)`, as the command line names it.
+callable_module(__name__, table)

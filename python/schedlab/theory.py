@@ -67,6 +67,7 @@ from scipy import special
 
 import schedlab._core as _core
 from schedlab._core import SpecError
+from schedlab.command import callable_module
 from schedlab.vocabulary import (
     as_dist,
     find_policy,
@@ -78,6 +79,7 @@ from schedlab.vocabulary import (
 
 __all__ = [
     "COVERED",
+    "answer",
     "closed_forms",
     "conditional_response",
     "erlang_c",
@@ -1299,3 +1301,55 @@ def spec_quantile(spec: dict[str, Any], p: float | Any) -> float | np.ndarray | 
 def spec_cdf(spec: dict[str, Any], x: float | Any) -> float | np.ndarray | None:
     """P(T <= x) of a sim spec (`response_cdf`), or None where there is no theory."""
     return _closed_form(spec, response_cdf, x)
+
+
+RR_LIMIT = ("rr without a quantum is its limit as the quantum vanishes: processor sharing "
+            "(the simulator's rr has quantum 10 ms; a finite quantum has no closed form)")
+QUANTILE_ALLOWED = "a probability strictly between 0 and 1, e.g. 0.99"
+
+
+def answer(policy: str = "fcfs", size: str = "exp:1", *, arrival: str | None = None,
+           load: float | None = None, cpus: int = 1, quantiles: Sequence[float] = (),
+           **params: Any) -> dict[str, Any]:
+    """`schedlab theory` from Python (as `schedlab.theory(...)`): the closed-form mean
+    response time and the quantiles asked for, in ms, as `schedlab theory --json` prints them:
+    `mean` (None where there is no closed form), `quantiles` (`{"p99": ...}`, each None where
+    the response time has no known law), the arrival law (`load` gives Poisson arrivals at
+    that utilisation), the policy's parameters, and a `note` where the answer is a limit.
+
+        schedlab.theory("srpt", "exp:1", load=0.9, quantiles=[0.99])
+    """
+    find_policy(policy)  # an unknown name is bad input; a known one may lack a formula
+    for q in quantiles:
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q < 1:
+            raise spec_error("quantile", quoted(q), QUANTILE_ALLOWED)
+    if load is not None and arrival is not None:
+        raise spec_error("load", load, "either load or arrival, not both")
+    if load is not None:
+        arrival = poisson_at_load(load, size, cpus=cpus)
+    if arrival is None:
+        raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or load")
+    params = dict(sorted(params.items()))
+    try:
+        mean = mean_response(policy, arrival, size, cpus=cpus, **params)
+        values = None
+        if quantiles and mean is not None:
+            values = response_quantile(policy, arrival, size, list(quantiles), cpus=cpus,
+                                       **params)
+    except ValueError as e:
+        if isinstance(e, SpecError):
+            raise
+        raise spec_error("theory", f"{policy} {arrival} {size}", str(e)) from None
+    out: dict[str, Any] = {"policy": policy, "arrival": arrival, "size": size, "cpus": cpus,
+                           "unit": "ms", "mean": mean, **params}
+    # rr without a quantum is a limit, not the simulator's default rr (quantum 10): say so.
+    if find_policy(policy)["name"] == "rr" and "quantum" not in params and mean is not None:
+        out["note"] = RR_LIMIT
+    if quantiles:
+        out["quantiles"] = {f"p{100 * q:.10g}": None if values is None else float(values[i])
+                            for i, q in enumerate(quantiles)}
+    return out
+
+
+# `schedlab.theory(...)`, as the command line names it; its functions stay attributes.
+callable_module(__name__, answer)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.command import callable_module
 from schedlab.files import atomic_file
 from schedlab.report.plots import METRICS, PLOTTERS, Context, Plot, plt, tag_figure
 from schedlab.stats import t_interval
@@ -783,3 +784,7 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
                   "summaries.parquet and stats.parquet (<code>schedlab.load_results</code>)."
                   "</small></p></body></html>")
     return "\n".join(parts)
+
+
+# `schedlab.report(DIR, html=None)`, as the command line names it.
+callable_module(__name__, make_report)
