@@ -757,6 +757,27 @@ def test_every_file_output_makes_its_missing_directories_and_only_then(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c", "f", "gone"]
 
 
+def test_a_failed_server_world_run_removes_the_directories_it_made(tmp_path, monkeypatch):
+    # The server world makes the directories of `server_log` and `hdr_log` before it serves;
+    # a run that fails (here its server, stopped by hand) takes away those it made, and
+    # only those: a directory that was there stays.
+    from schedlab import server
+    from schedlab.worlds import server as server_world
+
+    def fails(*_args, **_kwargs):
+        raise RuntimeError("the server stopped")
+
+    monkeypatch.setattr(server, "_serve_once", fails)
+    (tmp_path / "kept").mkdir()
+    spec = {"policy": "fcfs", "clients": 2, "jobs": 10, "bytes": "det:1000",
+            "server_log": str(tmp_path / "new" / "logs" / "requests.csv"),
+            "hdr_log": str(tmp_path / "kept" / "deeper" / "h.log")}
+    with pytest.raises(RuntimeError, match="the server stopped"):
+        server_world.run(spec)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+    assert list((tmp_path / "kept").iterdir()) == []
+
+
 def test_a_policy_parameter_given_as_text_is_refused_outside_the_command_line(tmp_path):
     # quantum = "10" ran as 10 from a file and from Python, compensation = "yes" as true,
     # while load = "0.5" was refused: text is read as a value where it was typed only.
