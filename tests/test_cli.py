@@ -191,6 +191,22 @@ def test_theory_from_python_is_the_commands_json():
         with pytest.raises(lab.SpecError, match=f"^{key} = "):
             lab.theory(**kwargs)
     assert lab.theory.mean_response("ps", "exp:21", "det:20") == pytest.approx(420.0)
+    # Any collection of probabilities, numpy's included, or one; numpy's numbers for numbers;
+    # the policy as `simulate` takes it (a policies object, inline text).
+    want = {"p50": 10 * np.log(2), "p99": 10 * np.log(100)}
+    for qs in (np.array([0.5, 0.99]), (q for q in (0.5, 0.99)), pd.Series([0.5, 0.99]),
+               [np.float32(0.5), 0.99]):
+        assert lab.theory("fcfs", "exp:1", load=0.9, quantiles=qs)["quantiles"] == \
+            pytest.approx(want), qs
+    assert lab.theory("fcfs", "exp:1", load=0.9, quantiles=0.99)["quantiles"] == \
+        pytest.approx({"p99": want["p99"]})
+    # M/M/2 at load 0.9 per CPU: Erlang C, 1 + C / (2 - 1.8) with C = 1.62 / 1.9.
+    two = lab.theory("fcfs", "exp:1", load=np.float64(0.9), cpus=np.int64(2))
+    assert two["mean"] == pytest.approx(1 + (1.62 / 1.9) / 0.2) and two["cpus"] == 2
+    for policy in (lab.policies.RR(quantum=5), "rr:quantum=5"):
+        got = lab.theory(policy, "exp:1", load=0.5)
+        assert got["mean"] is None and got["quantum"] == 5 and "note" not in got
+    assert lab.theory("rr", "exp:1", load=0.5, quantum=None)["mean"] == pytest.approx(2.0)
 
 
 def test_theory_takes_every_policy_parameter_the_formulas_read():
@@ -298,6 +314,8 @@ def test_every_command_is_a_python_call_of_its_name():
     assert lab.os.__module__ == "schedlab.api"
     assert "os" in dir(lab) and "os" not in lab.__all__  # `import *` keeps the user's os
     assert lab.policies() == json.loads(schedlab("policies", "--json").stdout)
+    lab.policies()[0]["name"] = "changed"  # a copy: the catalogue the others read stays
+    assert lab.policies()[0]["name"] == "fcfs" and lab.theory("fcfs", load=0.5)["mean"] == 2.0
     assert repr(lab.policies.RR(quantum=5)) == "RR(quantum=5)"  # still the policies' module
     # `import schedlab` still keeps OpenBLAS to one thread (its `os` is now `_os`).
     env = {k: v for k, v in cli_env().items() if k != "OPENBLAS_NUM_THREADS"}

@@ -366,16 +366,19 @@ def test_the_geometry_checks_fail_on_what_they_must_catch(tmp_path):
     without a visible swatch each fail them."""
     import io
 
+    import matplotlib
+    from matplotlib.figure import Figure
     from schedlab.report import _inline_svg
-    from schedlab.report.plots import plt, tag_figure
+    from schedlab.report.plots import STYLE, tag_figure
 
     def page_figure(name: str, draw) -> str:
-        fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
-        draw(fig, ax)
-        tag_figure(fig, name)
         buf = io.StringIO()
-        fig.savefig(buf, format="svg")
-        plt.close(fig)
+        with matplotlib.rc_context(STYLE):  # as the report draws (its text as SVG text)
+            fig = Figure(figsize=(6, 3.5), layout="constrained")
+            ax = fig.subplots()
+            draw(fig, ax)
+            tag_figure(fig, name)
+            fig.savefig(buf, format="svg")
         return f'<figure class="figure" data-plot="{name}">{_inline_svg(buf.getvalue())}</figure>'
 
     def over(fig, ax):
@@ -468,6 +471,17 @@ def test_the_report_from_python_is_the_commands(tmp_path):
                    for _, row in means.iterrows())
     with pytest.raises(schedlab.SpecError, match=r"^results = "):
         schedlab.report(tmp_path / "none")
+    # A notebook's own plots go on as they were: the report draws in its own style on figures
+    # of its own, and neither `import *` nor a report switches the backend or a setting.
+    code = ("import matplotlib\nmatplotlib.use('svg')\nmatplotlib.rcParams['font.size'] = 13\n"
+            "from schedlab import *\nimport schedlab\n"
+            f"schedlab.report({str(out)!r}, html={str(tmp_path / 'nb.html')!r})\n"
+            "print(matplotlib.get_backend(), matplotlib.rcParams['font.size'])\n")
+    nb = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        timeout=120, env=cli_env())
+    assert nb.stdout.split() == ["svg", "13.0"], nb.stderr[-2000:]
+    svg = (out / "report" / "response.svg").read_text()
+    assert "font-size: 9px" in svg and "font-size: 13px" not in svg  # the report's own 9 pt
 
 
 def test_two_worlds_plot_side_by_side(tmp_path, monkeypatch):
@@ -588,7 +602,6 @@ def test_small_and_large_jobs_are_split_in_each_world(tmp_path, monkeypatch):
     assert f"(sim: small up to {lo:.3g}, large from {hi:.3g} ms)" in plot.caption
     assert "Not shown: server, whose jobs are all of one size or have none" in plot.caption
     heights = [[p.get_height() for p in ax.patches] for ax in plot.figure.axes]
-    plt_close(plot)
     small = sim.loc[sim["size"] <= lo, "response"].mean()
     large = sim.loc[sim["size"] >= hi, "response"].mean()
     assert heights == [[pytest.approx(small, rel=1e-12)], [pytest.approx(large, rel=1e-12)]]
@@ -893,13 +906,6 @@ def test_cdf_small_multiples_spread_over_a_long_sweep(tmp_path):
     assert len(plot.figure.legends) == 1
     assert [t.get_text() for t in plot.figure.legends[0].texts] == \
         ["FCFS", "PS", "FCFS: theory", "PS: theory"]
-    plt_close(plot)
-
-
-def plt_close(plot) -> None:
-    from schedlab.report.plots import plt
-
-    plt.close(plot.figure)
 
 
 class _Stats:
@@ -928,7 +934,8 @@ def _ctx(rows):
 
 
 def test_near_flat_measures_are_differences_or_left_out_with_their_numbers():
-    from schedlab.report.plots import _metric_axes, flatness, plt, throughput
+    from matplotlib.figure import Figure
+    from schedlab.report.plots import _metric_axes, flatness, throughput
 
     def rows(a0, b0, a1, b1, half):
         return [("sim", 0, 0.5, "A", a0, a0 - half, a0 + half),
@@ -941,14 +948,13 @@ def test_near_flat_measures_are_differences_or_left_out_with_their_numbers():
     apart = rows(1.000, 1.004, 1.002, 1.006, 0.001)
     f = flatness(_Stats(apart).st)
     assert f is not None and f.apart == 2 and f.spread == pytest.approx(0.006 / 1.003, rel=1e-9)
-    fig, ax = plt.subplots()
+    ax = Figure().subplots()
     d = _metric_axes(_ctx(apart), ax, "throughput")
     assert d.how == "relative"
     a, b = (ln for ln in ax.lines if ln.get_label() in ("A", "B"))
     assert a.get_ydata() == pytest.approx([-100 * 0.002 / 1.002, -100 * 0.002 / 1.004])
     assert b.get_ydata() == pytest.approx([100 * 0.002 / 1.002, 100 * 0.002 / 1.004])
     assert ax.get_ylabel() == "throughput − mean of the policies (% of it)"
-    plt.close(fig)
     # The same means with intervals of ±1%: every policy within its interval of the others.
     # Left out, the reason and the numbers written in its place.
     inside = rows(1.000, 1.004, 1.002, 1.006, 0.01)
@@ -961,15 +967,15 @@ def test_near_flat_measures_are_differences_or_left_out_with_their_numbers():
     assert flatness(_Stats(wide).st) is None
     plot = throughput(_ctx(wide))
     assert plot.figure.axes[0].get_ylabel() == "throughput (jobs/ms)"
-    plt_close(plot)
 
 
 def test_a_world_that_shares_its_runs_across_a_sweep_key_draws_one_line():
     """time-to-balance.toml sweeps simulator balancer cases beside the os world, whose runs
     do not depend on them (the runner shares one run between the cases): the os world is one
     line named without the case, each simulator case its own line."""
+    from matplotlib.figure import Figure
     from schedlab.experiment import ReportFields
-    from schedlab.report.plots import Context, _metric_axes, plt
+    from schedlab.report.plots import Context, _metric_axes
 
     cases, ns = ["a", "b"], [3, 7]
     summaries = pd.DataFrame(
@@ -987,12 +993,11 @@ def test_a_world_that_shares_its_runs_across_a_sweep_key_draws_one_line():
     res.labels, res.sweep_keys, res.summaries = ["Linux"], ["case", "workload.clients"], summaries
     ctx = Context(res=res, cfg=ReportFields(), x="workload.clients", point=0)
     assert ctx.kept("sim") == ["case"] and ctx.kept("os") == []
-    fig, ax = plt.subplots()
+    ax = Figure().subplots()
     _metric_axes(ctx, ax, "time_to_balance", flat="keep")
     lines = {ln.get_label(): list(ln.get_ydata()) for ln in ax.lines}
     assert lines == {"Linux [sim], case=a": [60.0, 60.0], "Linux [sim], case=b": [30.0, 30.0],
                      "Linux [os]": [40.0, 30.0]}
-    plt.close(fig)
     # A world whose runs differ between the cases keeps one line per case.
     summaries.loc[summaries.world == "os", "run"] = [f"os-{c}-{n}" for c in cases for n in ns]
     assert Context(res=res, cfg=ReportFields(), x="workload.clients", point=0).kept("os") == \
@@ -1075,7 +1080,7 @@ def test_the_balance_caption_counts_traced_kernel_runs_whose_first_move_is_unkno
     # trace lacks a move the kernel counted); and a simulator run, which has no trace.
     from types import SimpleNamespace
 
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
     from schedlab.report.plots import _traced_kernel_runs
 
     rows = [("os", "r1", 3, "idle balance", 30.0, 2), ("os", "r1", 3, "idle balance", 30.0, 2),
@@ -1084,12 +1089,9 @@ def test_the_balance_caption_counts_traced_kernel_runs_whose_first_move_is_unkno
     s = pd.DataFrame(rows, columns=["world", "run", "workload.clients", "first_move_path",
                                     "time_to_balance", "moves"])
     ctx = SimpleNamespace(res=SimpleNamespace(summaries=s), x="workload.clients")
-    fig, ax = plt.subplots()
-    try:
-        text = _traced_kernel_runs(ctx, ax)
-        assert len(ax.collections) == 2  # one set of points per path
-    finally:
-        plt.close(fig)
+    ax = Figure().subplots()
+    text = _traced_kernel_runs(ctx, ax)
+    assert len(ax.collections) == 2  # one set of points per path
     assert ("(2 by idle balance, 1 by newly-idle balance of 3 runs; 1 more whose trace lacks "
             "a move the kernel counted, so its first move is unknown): an idle CPU") in text
 

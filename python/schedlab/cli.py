@@ -401,11 +401,14 @@ def cmd_theory(args: argparse.Namespace) -> int:
     quantiles = []  # --quantile: repeatable, each a probability or a comma list of them
     for item in (x for text in args.quantile or [] for x in text.split(",")):
         try:
-            quantiles.append(float(item))
+            q = float(item)
         except ValueError:
+            q = float("nan")
+        if not 0 < q < 1:  # said as typed, with the command line's ways to give several
             raise spec_error("quantile", item.strip() or "(empty)",
                              f"{theory.QUANTILE_ALLOWED} (repeat --quantile or give a comma "
-                             "list)") from None
+                             "list)")
+        quantiles.append(q)
     # The policy's parameters (--quantum of rr and fb, --preemptive of lcfs), as `sim` takes
     # them; the theory refuses one the policy does not have (and a quantum <= 0).
     params = flag_params(args)
@@ -416,10 +419,11 @@ def cmd_theory(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
         return 0 if found else 1
-    quantum = params.get("quantum")
-    where = f"{args.policy} with arrival {out['arrival']}, size {args.size}, cpus " \
+    given = {k: v for k, v in out.items() if k not in theory.ANSWER_KEYS}  # its parameters
+    quantum = given.get("quantum")
+    where = f"{out['policy']} with arrival {out['arrival']}, size {args.size}, cpus " \
         f"{args.cpus}" + (f", quantum {quantum:g} ms" if quantum is not None else "") + "".join(
-            f", {k} {v}" for k, v in sorted(params.items()) if k != "quantum")
+            f", {k} {v}" for k, v in given.items() if k != "quantum")
     if mean is None:
         print(f"schedlab: no closed form for {where} (see schedlab.theory.COVERED)",
               file=sys.stderr)

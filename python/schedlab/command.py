@@ -20,4 +20,8 @@ def callable_module(name: str, command: Callable[..., Any]) -> None:
 
     module = sys.modules[name]
     module.__class__ = Command
-    module.__signature__ = inspect.signature(command)  # inspect would drop its first parameter
+    signature = inspect.signature(command)
+    module.__signature__ = signature  # inspect would drop its first parameter
+    summary = (command.__doc__ or "").strip().split("\n\n")[0]
+    module.__doc__ = (f"{module.__doc__ or ''}\n\nCalled, `{name}{signature}` is "
+                      f"`{command.__name__}`: {summary}")

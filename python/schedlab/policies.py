@@ -3,6 +3,7 @@ so that a new policy needs no Python change."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from schedlab.command import callable_module
@@ -66,8 +67,8 @@ for _info in policy_catalog():
 def catalog() -> list[dict[str, Any]]:
     """`schedlab policies` from Python (as `schedlab.policies()`): every policy with its
     aliases, summary and parameters (name, unit, allowed values, typed default), as
-    `schedlab policies --json` prints them."""
-    return policy_catalog()
+    `schedlab policies --json` prints them. A copy: changing it changes nothing else."""
+    return copy.deepcopy(policy_catalog())
 
 
 callable_module(__name__, catalog)

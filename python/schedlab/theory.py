@@ -57,6 +57,7 @@ log-spaced pieces (accurate to ~1e-9 relative); point masses (det, empirical) ar
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -69,6 +70,7 @@ import schedlab._core as _core
 from schedlab._core import SpecError
 from schedlab.command import callable_module
 from schedlab.vocabulary import (
+    Params,
     as_dist,
     find_policy,
     param_defaults,
@@ -499,14 +501,15 @@ class _Size:
 
 def poisson_at_load(load: float, size: str, cpus: int = 1) -> str:
     """The Poisson arrival text `exp:MEAN` giving utilisation `load` per CPU."""
-    if not (math.isfinite(load) and load > 0):
-        raise spec_error("load", load, "a utilisation > 0")
-    if cpus < 1:
-        raise spec_error("cpus", cpus, "a whole number >= 1")
+    if isinstance(load, bool) or not isinstance(load, numbers.Real) or \
+            not (math.isfinite(load) and load > 0):
+        raise spec_error("load", quoted(load), "a utilisation > 0")
+    if isinstance(cpus, bool) or not isinstance(cpus, numbers.Real) or cpus < 1:
+        raise spec_error("cpus", quoted(cpus), "a whole number >= 1")
     es = float(_core.parse_dist(size, "size")["mean"])
     if es <= 0:
         raise spec_error("size", size, "a mean size > 0 to derive arrivals from a load")
-    mean_gap = es / (load * cpus)
+    mean_gap = es / (float(load) * float(cpus))
     # det:1e308 at load 0.5 gave exp:inf; det:1e-320 a rate of inf (said as load = inf).
     if not (math.isfinite(mean_gap) and mean_gap > 0 and math.isfinite(1 / mean_gap)):
         raise spec_error("size", size, f"a mean size whose arrivals at load {load:g} have a "
@@ -614,7 +617,7 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
         if name not in own:
             raise spec_error(name, value, f"no {name}: {info['name']} has none")
     quantum = params.get("quantum")
-    if quantum is not None and not (isinstance(quantum, int | float)
+    if quantum is not None and not (isinstance(quantum, numbers.Real)
                                     and not isinstance(quantum, bool) and quantum > 0):
         raise spec_error("quantum", quantum, "a number > 0 (ms)")
     if "preemptive" in params:
@@ -635,7 +638,7 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
         if not isinstance(value, str):
             raise spec_error(key, value, f"a distribution ({_core.DIST_SYNTAX})")
         dists.append(value)
-    if (isinstance(cpus, bool) or not isinstance(cpus, int | float)
+    if (isinstance(cpus, bool) or not isinstance(cpus, numbers.Real)
             or not float(cpus).is_integer() or cpus < 1):
         raise spec_error("cpus", quoted(cpus), "a whole number >= 1")
     return info["name"], dists[0], dists[1], int(cpus)
@@ -1306,49 +1309,73 @@ def spec_cdf(spec: dict[str, Any], x: float | Any) -> float | np.ndarray | None:
 RR_LIMIT = ("rr without a quantum is its limit as the quantum vanishes: processor sharing "
             "(the simulator's rr has quantum 10 ms; a finite quantum has no closed form)")
 QUANTILE_ALLOWED = "a probability strictly between 0 and 1, e.g. 0.99"
+# What `answer` says beside the policy's parameters.
+ANSWER_KEYS = ("policy", "arrival", "size", "cpus", "unit", "mean", "note", "quantiles")
 
 
-def answer(policy: str = "fcfs", size: str = "exp:1", *, arrival: str | None = None,
-           load: float | None = None, cpus: int = 1, quantiles: Sequence[float] = (),
+def answer(policy: Any = "fcfs", size: str = "exp:1", *, arrival: str | None = None,
+           load: float | None = None, cpus: int = 1, quantiles: Any = (),
            **params: Any) -> dict[str, Any]:
     """`schedlab theory` from Python (as `schedlab.theory(...)`): the closed-form mean
     response time and the quantiles asked for, in ms, as `schedlab theory --json` prints them:
     `mean` (None where there is no closed form), `quantiles` (`{"p99": ...}`, each None where
     the response time has no known law), the arrival law (`load` gives Poisson arrivals at
     that utilisation), the policy's parameters, and a `note` where the answer is a limit.
+    `policy` is a name, `"rr:quantum=5"` or a `schedlab.policies` object, as `simulate` takes;
+    `quantiles` one probability or several (a list, a tuple, an array).
 
         schedlab.theory("srpt", "exp:1", load=0.9, quantiles=[0.99])
     """
-    find_policy(policy)  # an unknown name is bad input; a known one may lack a formula
-    for q in quantiles:
-        if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q < 1:
-            raise spec_error("quantile", quoted(q), QUANTILE_ALLOWED)
+    given = Params()
+    name = given.of_policy(policy)
+    if not isinstance(name, str) or "," in name:
+        raise spec_error("policy", quoted(name), "one policy's name (schedlab policies)")
+    find_policy(name)  # an unknown name is bad input; a known one may lack a formula
+    given.give({k: v for k, v in params.items() if v is not None}, "its own key")
+    params = dict(sorted(given.values.items()))
+    probabilities = _probabilities(quantiles)
     if load is not None and arrival is not None:
-        raise spec_error("load", load, "either load or arrival, not both")
+        raise spec_error("load", quoted(load), "either load or arrival, not both")
     if load is not None:
         arrival = poisson_at_load(load, size, cpus=cpus)
     if arrival is None:
         raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or load")
-    params = dict(sorted(params.items()))
     try:
-        mean = mean_response(policy, arrival, size, cpus=cpus, **params)
+        mean = mean_response(name, arrival, size, cpus=cpus, **params)
         values = None
-        if quantiles and mean is not None:
-            values = response_quantile(policy, arrival, size, list(quantiles), cpus=cpus,
+        if probabilities and mean is not None:
+            values = response_quantile(name, arrival, size, probabilities, cpus=cpus,
                                        **params)
     except ValueError as e:
         if isinstance(e, SpecError):
             raise
-        raise spec_error("theory", f"{policy} {arrival} {size}", str(e)) from None
-    out: dict[str, Any] = {"policy": policy, "arrival": arrival, "size": size, "cpus": cpus,
-                           "unit": "ms", "mean": mean, **params}
+        raise spec_error("theory", f"{name} {arrival} {size}", str(e)) from None
+    out: dict[str, Any] = {"policy": name, "arrival": arrival, "size": size,
+                           "cpus": int(cpus), "unit": "ms", "mean": mean, **params}
     # rr without a quantum is a limit, not the simulator's default rr (quantum 10): say so.
-    if find_policy(policy)["name"] == "rr" and "quantum" not in params and mean is not None:
+    if find_policy(name)["name"] == "rr" and "quantum" not in params and mean is not None:
         out["note"] = RR_LIMIT
-    if quantiles:
+    if probabilities:
         out["quantiles"] = {f"p{100 * q:.10g}": None if values is None else float(values[i])
-                            for i, q in enumerate(quantiles)}
+                            for i, q in enumerate(probabilities)}
     return out
+
+
+def _probabilities(quantiles: Any) -> list[float]:
+    """`quantiles` as a list of probabilities strictly between 0 and 1: one number or any
+    collection of them (numpy's included); anything else is refused naming `quantile`."""
+    if quantiles is None:
+        return []
+    if isinstance(quantiles, numbers.Real) or isinstance(quantiles, str | bytes):
+        quantiles = [quantiles]
+    try:
+        items = list(quantiles)
+    except TypeError:
+        raise spec_error("quantile", quoted(quantiles), QUANTILE_ALLOWED) from None
+    for q in items:
+        if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0 < q < 1:
+            raise spec_error("quantile", quoted(q), QUANTILE_ALLOWED)
+    return [float(q) for q in items]
 
 
 # `schedlab.theory(...)`, as the command line names it; its functions stay attributes.

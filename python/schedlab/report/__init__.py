@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 
 from schedlab.command import callable_module
 from schedlab.files import atomic_file
-from schedlab.report.plots import METRICS, PLOTTERS, Context, Plot, plt, tag_figure
+from schedlab.report.plots import METRICS, PLOTTERS, STYLE, Context, Plot, tag_figure
 from schedlab.stats import t_interval
 from schedlab.store import load_results
 from schedlab.summary_rows import UNTRUSTED_MARK
@@ -62,20 +63,10 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     # Plots of data only some experiments have: left out quietly unless the file asks for them.
     explicit = "plots" in (res.manifest.get("experiment", {}).get("report") or {})
     for name in cfg.plots:
-        try:
-            plot = PLOTTERS[name](ctx)
-        except Exception as e:  # a plot that fails is a note, never a failed report
-            plot = Plot(name, name, "", note=f"{name}: not drawn ({type(e).__name__}: {e})")
+        with matplotlib.rc_context(STYLE):  # the report's look, the user's settings after it
+            plot = _draw(name, ctx, fig_dir)
         if plot.figure is None and name in OPTIONAL_PLOTS and not explicit:
             continue
-        if plot.figure is not None:
-            tag_figure(plot.figure, name)  # ids for legends, swatches, marks, axis labels
-            plot.figure.savefig(fig_dir / f"{name}.png")
-            buf = io.StringIO()
-            plot.figure.savefig(buf, format="svg")  # rendered once: the file and the page
-            (fig_dir / f"{name}.svg").write_text(buf.getvalue(), encoding="utf-8")
-            plt.close(plot.figure)
-            plot.svg = _inline_svg(buf.getvalue())  # type: ignore[attr-defined]
         plots.append(plot)
     out = Path(html) if html else Path(directory) / "report.html"
     traces = write_traces(res, ctx, fig_dir / "traces")
@@ -83,6 +74,22 @@ def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
     with atomic_file(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return out
+
+
+def _draw(name: str, ctx: Context, fig_dir: Path) -> Plot:
+    """Plot `name`, written as DIR/report/NAME.png and .svg and kept inline for the page."""
+    try:
+        plot = PLOTTERS[name](ctx)
+    except Exception as e:  # a plot that fails is a note, never a failed report
+        return Plot(name, name, "", note=f"{name}: not drawn ({type(e).__name__}: {e})")
+    if plot.figure is not None:
+        tag_figure(plot.figure, name)  # ids for legends, swatches, marks, axis labels
+        plot.figure.savefig(fig_dir / f"{name}.png")
+        buf = io.StringIO()
+        plot.figure.savefig(buf, format="svg")  # rendered once: the file and the page
+        (fig_dir / f"{name}.svg").write_text(buf.getvalue(), encoding="utf-8")
+        plot.svg = _inline_svg(buf.getvalue())  # type: ignore[attr-defined]
+    return plot
 
 
 # At most this many runs' schedules are written as Perfetto traces beside the report, each of

@@ -24,25 +24,24 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # no display: files only
+from schedlab import sweep
+from schedlab.jsonio import json_safe
+from schedlab.stats import t_interval
+from schedlab.vocabulary import SUMMARY_UNITS
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from schedlab import sweep  # noqa: E402
-from schedlab.jsonio import json_safe  # noqa: E402
-from schedlab.stats import t_interval  # noqa: E402
-from schedlab.vocabulary import SUMMARY_UNITS  # noqa: E402
-
-plt.rcParams.update({
+# The report's look, in force while it draws (`matplotlib.rc_context(STYLE)`, make_report).
+# Its figures are matplotlib Figures of their own, not pyplot's: drawing a report chooses no
+# backend and changes no setting of the user's (a notebook's inline plots go on as they were).
+STYLE = {
     "figure.dpi": 100, "savefig.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
     "axes.spines.top": False, "axes.spines.right": False, "font.size": 9,
     "svg.fonttype": "none", "legend.fontsize": 8, "legend.frameon": False,
-})
+}
 
 CDF_POINTS = 600  # points per CDF line: the shape, not every job
 # Points per theory CDF: a numerically inverted transform costs milliseconds per point.
@@ -178,7 +177,7 @@ class Context:
         return ", ".join(f"{_short_key(k)} = {_short(v)}" for k, v in self.coords(point).items())
 
     def colors(self) -> dict[str, Any]:
-        cmap = plt.get_cmap("tab10")
+        cmap = matplotlib.colormaps["tab10"]
         return {lab: cmap(i % 10) for i, lab in enumerate(self.res.labels)}
 
     def markers(self) -> dict[str, str]:
@@ -281,9 +280,11 @@ def _names(items: list[str]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _figure(*args: Any, **kwargs: Any) -> tuple[Figure, Any]:
-    """plt.subplots with the constrained layout, which makes room for legends outside."""
-    return plt.subplots(*args, layout="constrained", **kwargs)
+def _figure(*args: Any, figsize: tuple[float, float], **kwargs: Any) -> tuple[Figure, Any]:
+    """A figure and its axes (`Figure.subplots`' arguments) with the constrained layout, which
+    makes room for legends outside."""
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.subplots(*args, **kwargs)
 
 
 def figure_legend(fig: Figure, axes: Any) -> Any:
@@ -554,7 +555,6 @@ def _single(ctx: Context, name: str, title: str, caption: str, metric: str,
     fig, ax = _figure(figsize=(8.5, 4.2))
     d = _metric_axes(ctx, ax, metric, theory)
     if d.how in ("empty", "flat"):
-        plt.close(fig)
         if d.how == "flat" and d.flat is not None:
             return Plot(name, title, caption, text=flat_text(ctx, metric, d.flat))
         return Plot(name, title, caption, note=f"{title}: no values of {metric} in the results")
@@ -588,7 +588,6 @@ def balance(ctx: Context) -> Plot:
     fig, ax = _figure(figsize=(8.5, 4.2))
     d = _metric_axes(ctx, ax, metric)
     if d.how in ("empty", "flat"):
-        plt.close(fig)
         if d.how == "flat" and d.flat is not None:
             return Plot("balance", title, caption, text=flat_text(ctx, metric, d.flat))
         return Plot("balance", title, caption, note=f"{title}: no values of {metric} in the "
@@ -646,7 +645,6 @@ def percentiles(ctx: Context) -> Plot:
     drawn = [_metric_axes(ctx, ax, m, theory=True, flat="zero")
              for ax, m in zip(axes, metrics, strict=True)]
     if all(d.how == "empty" for d in drawn):
-        plt.close(fig)
         return Plot("percentiles", "Tail latency", "", note="no p95/p99 in the results")
     axes[0].set_title("95th percentile")
     axes[1].set_title("99th percentile")
@@ -1025,7 +1023,7 @@ def load_series(ctx: Context) -> Plot:
     fig, axes = _figure(len(labels), len(worlds), figsize=(min(5.5 * len(worlds) + 1.5, 13),
                                                           0.6 + 2.4 * len(labels)),
                         squeeze=False, sharex=True, sharey=True)
-    cmap = plt.get_cmap("tab10")
+    cmap = matplotlib.colormaps["tab10"]
     for world, label, df, warmup_end in panels:
         ax = axes[labels.index(label)][worlds.index(world)]
         for cpu, g in df.groupby("cpu", sort=True):
@@ -1088,7 +1086,7 @@ def gantt(ctx: Context) -> Plot:
     ncpu = max(int(sc["cpu"].max()) + 1 for _, sc in chosen)
     fig, axes = _figure(len(chosen), 1, figsize=(11, 0.5 + len(chosen) * (0.45 * ncpu + 0.9)),
                         sharex=True, squeeze=False)
-    cmap = plt.get_cmap("tab20")
+    cmap = matplotlib.colormaps["tab20"]
     for ax, (row, sc) in zip(axes[:, 0], chosen, strict=True):
         if sc["job"].isna().any():  # the os dispatcher schedules processes, not jobs
             sc = sc.assign(job=sc["task"])
