@@ -253,7 +253,7 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
     # and intervals lost their last digits to "…" at a fixed 150 columns).
     wide = Console(width=100_000)
     needed = wide.measure(table).maximum
-    console = Console(width=max(Console().width, 150, needed))
+    console = Console(width=max(Console().width, 150, needed), markup=False)
     console.print(table)
     console.print(f"The same arrivals and sizes for every policy (seed {c.seed}: common random "
                   f"numbers), measured on the same jobs ({c.warmup_text()}). 95% intervals: "
@@ -286,7 +286,7 @@ def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str],
                            ("runnable_mean_per_cpu", "runnable jobs per runqueue")):
             table.add_row(label, " ".join(f"{v:.3g}" for v in s[key]), "",
                           "ratio" if key == "utilization_per_cpu" else "jobs")
-    console = Console()
+    console = Console(markup=False)  # "[low, high]" and labels are data, not styles
     console.print(table)
     header, rows = class_rows(classes)
     if rows:
@@ -368,7 +368,7 @@ def _print_os(result: Any) -> None:
 
 
     s = result.summary
-    console = Console()
+    console = Console(markup=False)  # the reasons, labels and intervals are data
     title = (f"{s['policy']}: {s['tasks']} processes, {s['jobs']} jobs on {s['cpus']} CPU(s), "
              f"wall {s['wall_ms']:.0f} ms")
     console.print(summary_table(title, s))
@@ -381,11 +381,11 @@ def _print_os(result: Any) -> None:
     if len(result.tasks) > 40:
         console.print(f"... {len(result.tasks) - 40} more tasks")
     if s.get("noisy"):
-        console.print(f"[yellow]noisy trial:[/yellow] {'; '.join(s['noise_reasons'])}")
+        console.print(f"noisy trial: {'; '.join(s['noise_reasons'])}", style="yellow")
     for name, why in s.get("missing", {}).items():
         console.print(f"missing counter {name}: {why}")
     for w in s.get("warnings", []):
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"warning: {w}", style="yellow")
 
 
 # ---------------------------------------------------------------------------------------------

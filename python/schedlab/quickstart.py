@@ -48,8 +48,9 @@ def _theory(policy: str, params: dict, arrival: str, size: str) -> dict[str, flo
 def cell(row: dict[str, Any], key: str) -> str:
     """A row's figure as every table of schedlab writes it: `mean [low, high]` over the
     replications (Student t, cut at 0 as every interval of a summary is), the theory after it
-    in parentheses where there is one."""
-    text = f"{row[key]:.1f} [{row[key + '_ci_low']:.1f}, {row[key + '_ci_high']:.1f}]"
+    in parentheses where there is one. One replication has no interval: none is shown."""
+    low, high = row[key + "_ci_low"], row[key + "_ci_high"]
+    text = f"{row[key]:.1f}" + ("" if math.isnan(low) else f" [{low:.1f}, {high:.1f}]")
     expected = row[f"theory_{key}"]
     return text + (f" ({expected:.1f})" if not math.isnan(expected) else "")
 
@@ -125,13 +126,14 @@ def main(jobs: int = 2_000_000, seed: int = 1, replications: int = 6) -> int:
     arrival, rows = measure(jobs, seed, replications)
     out = Table(title=f"One CPU, load {LOAD}, Poisson arrivals ({arrival}); {replications} "
                   f"replications of {jobs:,} jobs per cell: response time in ms, mean [95% "
-                  f"interval], theory in parentheses where it exists")
+                  f"interval], theory in parentheses where it exists"
+                  + ("; one replication: no interval" if replications == 1 else ""))
     for col in ("service", "policy", "mean", "p50", "p95", "p99"):
         out.add_column(col, justify="left" if col in ("service", "policy") else "right")
     for row in rows:
         out.add_row(row["service"], row["policy"],
                     *(cell(row, f"response_{name}") for name in ("mean", *dict(QUANTILES))))
-    Console().print(out)
+    Console(markup=False).print(out)  # "[low, high]" is data, not a style
     return 0
 
 
