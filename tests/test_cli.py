@@ -317,6 +317,13 @@ def test_every_command_is_a_python_call_of_its_name():
     lab.policies()[0]["name"] = "changed"  # a copy: the catalogue the others read stays
     assert lab.policies()[0]["name"] == "fcfs" and lab.theory("fcfs", load=0.5)["mean"] == 2.0
     assert repr(lab.policies.RR(quantum=5)) == "RR(quantum=5)"  # still the policies' module
+    # A wrong argument names the call the user made, not the function behind it.
+    with pytest.raises(TypeError, match=r"^schedlab\.report\(\) got an unexpected keyword "
+                                        r"argument 'bogus'$"):
+        lab.report("results", bogus=1)
+    with pytest.raises(TypeError, match=r"^schedlab\.policies\(\) takes 0 positional"):
+        lab.policies("rr")
+    assert lab.report.make_report.__name__ == "make_report"  # the CLI's own stays itself
     # `import schedlab` still keeps OpenBLAS to one thread (its `os` is now `_os`).
     env = {k: v for k, v in cli_env().items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", "import os, schedlab; "
