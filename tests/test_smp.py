@@ -129,6 +129,21 @@ def test_pinned_start_load_series_shows_the_balancing():
     assert loads.groupby("cpu")["time_share"].sum().to_numpy() == pytest.approx([1.0, 1.0])
 
 
+def test_a_runqueue_of_more_than_255_jobs_is_counted_exactly():
+    # A batch of 1,000 unit jobs on one CPU: n jobs are runnable for one ms each, n = 1000..1,
+    # so the mean is 500.5 and every count holds 1/1000 of the time. The load histogram had
+    # 256 bins and put 255 or more in the last, which made the mean 222.6 (the report's
+    # "runnable jobs" bar at 1,000 processes).
+    r = schedlab.simulate("fcfs", clients=1000, jobs=1000, think="det:0", size="det:1")
+    assert r.summary["runnable_mean_per_cpu"] == pytest.approx([500.5], rel=1e-12)
+    assert r.summary["mean_in_system"] == pytest.approx(500.5, rel=1e-12)
+    loads = r.loads
+    assert list(loads["runnable"]) == list(range(1, 1001))
+    assert loads["time_share"].to_numpy() == pytest.approx(np.full(1000, 0.001), rel=1e-9)
+    # Each job leaves when it is the oldest of n runnable: one completion at each count.
+    assert loads["completion_share"].to_numpy() == pytest.approx(np.full(1000, 0.001))
+
+
 def test_time_to_balance_is_the_first_balanced_sample():
     # The linux balancer's idle CPU pulls 3 of the 7 tasks at once: 4/3 at the first sample
     # with anything runnable (10 ms; the sample at 0 precedes the first arrivals), and stays.

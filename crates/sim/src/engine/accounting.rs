@@ -7,7 +7,7 @@ use schedlab_model::summary::{JobRow, JobTable, Summarizer};
 use schedlab_policy::JobId;
 
 use super::results::{LoadSample, Segment};
-use super::{Engine, Timer, LOAD_BINS, NONE};
+use super::{Engine, Runqueue, Timer, NONE};
 use crate::spec::Config;
 
 pub(super) struct Accounting {
@@ -184,7 +184,10 @@ impl Engine<'_> {
         let (ms, me, now) = (self.acct.measure_start, self.acct.measure_end, self.now);
         let rq = &mut self.rqs[r];
         let (runnable, load) = (&mut self.runnable[r], &mut self.load[r]);
-        let bin = (*runnable as usize).min(LOAD_BINS - 1);
+        let bin = *runnable as usize;
+        if bin >= rq.hist.len() {
+            rq.grow_hist(bin);
+        }
         rq.hist[bin] += (now.min(me) - rq.hist_at.max(ms)).max(0.0);
         rq.hist_at = now;
         *runnable = runnable.wrapping_add_signed(delta);
@@ -232,7 +235,12 @@ impl Engine<'_> {
             self.acct.summary.add(&row);
             self.acct.summary.add_completion(now);
             let r = j.rq as usize;
-            self.rqs[r].done_hist[(self.runnable[r] as usize).min(LOAD_BINS - 1)] += 1;
+            let rq = &mut self.rqs[r];
+            let bin = self.runnable[r] as usize;
+            if bin >= rq.done_hist.len() {
+                rq.grow_hist(bin);
+            }
+            rq.done_hist[bin] += 1;
             if let Some(tab) = &mut self.acct.table {
                 tab.job.push(j.seq);
                 tab.client.push(client);
@@ -291,5 +299,16 @@ impl Engine<'_> {
         if more {
             self.timer(now + period, Timer::Sample);
         }
+    }
+}
+
+impl Runqueue {
+    /// Room in the load histograms for `runnable` jobs (rare: past `LOAD_BINS`).
+    #[cold]
+    #[inline(never)]
+    fn grow_hist(&mut self, runnable: usize) {
+        let bins = (runnable + 1).next_power_of_two();
+        self.hist.resize(bins, 0.0);
+        self.done_hist.resize(bins, 0);
     }
 }

@@ -60,7 +60,8 @@ const NONE: i32 = -1;
 /// Share tracking integrates entitlements over every change of the runnable set; above this
 /// many tasks it would dominate the run time, so it is skipped.
 const MAX_SHARE_TASKS: usize = 4096;
-/// Load histograms count up to this many runnable jobs per runqueue; more go in the last bin.
+/// Load histograms start with room for this many runnable jobs per runqueue, and grow when a
+/// runqueue holds more (a batch of 1,000 processes), so every count is its own bin.
 const LOAD_BINS: usize = 256;
 /// Work below this is rounding, not work (a burst whose slice ended within it is done).
 const EPS: f64 = 1e-12;

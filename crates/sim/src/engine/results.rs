@@ -7,7 +7,7 @@ use schedlab_model::summary::{Counters, JobTable, TaskInput};
 use schedlab_policy::JobId;
 use serde::Serialize;
 
-use super::{Engine, Output, LOAD_BINS, NONE};
+use super::{Engine, Output, NONE};
 
 /// One stretch of a job on a CPU.
 #[derive(Clone, Debug, Serialize)]
@@ -195,7 +195,7 @@ impl Engine<'_> {
                 .sum::<f64>()
                 / total_time;
             runnable_mean.push(mean);
-            for n in 0..LOAD_BINS {
+            for n in 0..rq.hist.len() {
                 if rq.hist[n] > 0.0 || rq.done_hist[n] > 0 {
                     loads.push(LoadRow {
                         cpu: if self.per_cpu { r as i32 } else { NONE },
