@@ -1004,6 +1004,51 @@ def test_a_world_that_shares_its_runs_across_a_sweep_key_draws_one_line():
         ["case"]
 
 
+def test_lines_of_one_policy_split_by_other_sweep_keys_have_colours_of_their_own():
+    """smp-balancing/moderate.toml: one policy, the balancer and the CPUs swept beside the
+    clients on x. Its four lines had one colour and one marker (the policy's), so the legend
+    showed four identical swatches, and linux and windows lying on each other were not named
+    (the caption compared policies only)."""
+    from matplotlib.colors import to_hex
+    from matplotlib.figure import Figure
+    from schedlab.experiment import ReportFields
+    from schedlab.report.plots import Context, _metric_axes
+
+    keys = [(b, c) for b in ("linux", "windows") for c in (2, 4)]
+    ns = [3, 7]
+    summaries = pd.DataFrame(
+        [("sim", b, c, n, "RR", 0, f"{b}-{c}-{n}") for b, c in keys for n in ns],
+        columns=["world", "machine.balancer", "machine.cpus", "workload.clients", "label",
+                 "replication", "run"])
+    # The balancers agree at 4 CPUs (their lines lie on each other), not at 2.
+    mean = {("linux", 2): [10.0, 20.0], ("windows", 2): [12.0, 25.0],
+            ("linux", 4): [5.0, 9.0], ("windows", 4): [5.0, 9.0]}
+    rows = [("sim", 2 * i + j, b, c, n, "RR", mean[b, c][j], mean[b, c][j] - 1,
+             mean[b, c][j] + 1) for i, (b, c) in enumerate(keys) for j, n in enumerate(ns)]
+    st = pd.DataFrame(rows, columns=["world", "point", "machine.balancer", "machine.cpus",
+                                     "workload.clients", "label", "mean", "ci_low", "ci_high"])
+    res = _Stats([])
+    res.st = st.assign(half_width=1.0, theory=math.nan)
+    res.labels = ["RR"]
+    res.sweep_keys = ["machine.balancer", "machine.cpus", "workload.clients"]
+    res.summaries = summaries
+    ctx = Context(res=res, cfg=ReportFields(), x="workload.clients", point=0)
+    ax = Figure().subplots()
+    drawn = _metric_axes(ctx, ax, "response_mean", flat="keep")
+    looks = {ln.get_label(): (to_hex(ln.get_color()), ln.get_marker()) for ln in ax.lines}
+    assert sorted(looks) == ["RR, balancer=linux, cpus=2", "RR, balancer=linux, cpus=4",
+                             "RR, balancer=windows, cpus=2", "RR, balancer=windows, cpus=4"]
+    assert len({c for c, _ in looks.values()}) == 4  # a colour each
+    assert len({m for _, m in looks.values()}) == 4  # and a marker each, for print
+    assert "RR, balancer=linux, cpus=4 and RR, balancer=windows, cpus=4 have the same " \
+        "values at every point" in drawn.coincide
+    assert "cpus=2" not in drawn.coincide
+    # One line per policy keeps the policy's own colour, as every other figure draws it.
+    res.labels = ["FCFS", "RR"]
+    assert ctx.series_styles([("RR",), ("FCFS",)]) == {
+        ("RR",): (ctx.colors()["RR"], "s"), ("FCFS",): (ctx.colors()["FCFS"], "o")}
+
+
 def test_axis_units_are_the_vocabularys():
     from schedlab import vocabulary
     from schedlab.report.plots import METRICS, sweep_key_unit

@@ -182,8 +182,19 @@ class Context:
 
     def markers(self) -> dict[str, str]:
         """A marker per policy, so lines that coincide stay told apart (and in print)."""
-        shapes = "osD^vPX<>*"
-        return {lab: shapes[i % len(shapes)] for i, lab in enumerate(self.res.labels)}
+        return {lab: MARKERS[i % len(MARKERS)] for i, lab in enumerate(self.res.labels)}
+
+    def series_styles(self, series: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], tuple]:
+        """The colour and marker of each line, keyed (label, other sweep keys' values...): the
+        policy's own where each policy draws one line; where other sweep keys split a policy
+        into several (linux and windows balancers on 2 and 4 CPUs), a colour and marker per
+        line, or four lines of one policy would share one swatch."""
+        series = list(dict.fromkeys(series))
+        colors, markers = self.colors(), self.markers()
+        if len({k[0] for k in series}) == len(series):
+            return {k: (colors.get(k[0]), markers.get(k[0], "o")) for k in series}
+        cmap = matplotlib.colormaps["tab10" if len(series) <= 10 else "tab20"]
+        return {k: (cmap(i % cmap.N), MARKERS[i % len(MARKERS)]) for i, k in enumerate(series)}
 
     def at_point(self, df: pd.DataFrame, point: int | None = None) -> pd.DataFrame:
         p = self.point if point is None else point
@@ -196,6 +207,9 @@ class Context:
     @cached_property
     def run_specs(self) -> dict[str, dict[str, Any]]:
         return {r["id"]: r.get("spec") or {} for r in self.res.manifest.get("runs", [])}
+
+
+MARKERS = "osD^vPX<>*"
 
 
 def sweep_key_unit(key: str | None) -> str:
@@ -415,10 +429,14 @@ def _coincide_text(ctx: Context, st: pd.DataFrame) -> str:
     if ctx.x is None or st.empty:
         return ""
     series: dict[str, list[str]] = {}
-    for (world, label, *_), g in st.groupby(["world", "label", *ctx.others], sort=False):
-        key = json.dumps([world, *[None if not math.isfinite(v) else float(f"{v:.9g}")
-                                   for v in g.sort_values("point")["mean"]]])
-        series.setdefault(key, []).append(label)
+    for world, w in st.groupby("world", sort=False):
+        for (_, label, *_), g in w.groupby(["world", "label", *ctx.kept(world)], sort=False):
+            g = g.drop_duplicates(subset=[ctx.x])  # the copies of a run shared by ignored keys
+            key = json.dumps([world, *[None if not math.isfinite(v) else float(f"{v:.9g}")
+                                       for v in g.sort_values(ctx.x)["mean"]]])
+            # Named as the legend names the line: a policy split by other sweep keys (linux
+            # and windows on 2 CPUs) has lines that lie on each other too.
+            series.setdefault(key, []).append(ctx.series_name(world, label, g.iloc[0]))
     groups = [list(dict.fromkeys(v)) for v in series.values() if len(set(v)) > 1]
     return "".join(f" {_names(g)} have the same values at every point: their lines lie on "
                    "each other (told apart by their markers)." for g in groups)
@@ -472,17 +490,18 @@ def _metric_axes(ctx: Context, ax: Any, metric: str, theory: bool = False,
     groups = [(keys, g) for world, w in st.groupby("world", sort=False)
               for keys, g in w.groupby(["world", "label", *ctx.kept(world)], sort=False)]
     styles = ["-", "--", ":", "-."]
-    markers = ctx.markers()
+    # A line is its keys less the world (which its line style tells).
+    looks = ctx.series_styles([tuple(keys[1:]) for keys, _ in groups])
     for i, (keys, g) in enumerate(groups):
-        world, label = keys[0], keys[1]
+        world = keys[0]
         g = g.drop_duplicates(subset=[ctx.x])  # the copies of a run shared by ignored keys
         g = g.sort_values(ctx.x) if numeric else g
         x = g[ctx.x].to_numpy(float) if numeric else np.array([cats.index(str(v))
                                                                 for v in g[ctx.x]])
-        color = colors.get(label)
+        color, marker = looks[tuple(keys[1:])]
         ls = styles[ctx.worlds.index(world) % len(styles)]
-        name = ctx.series_name(world, label, g.iloc[0])
-        ax.plot(x, g["mean"], ls, marker=markers.get(label, "o"), ms=4, mfc="none", mew=1.1,
+        name = ctx.series_name(world, keys[1], g.iloc[0])
+        ax.plot(x, g["mean"], ls, marker=marker, ms=4, mfc="none", mew=1.1,
                 color=color, label=name)
         ok = g["half_width"].notna().to_numpy()
         if ok.any():
