@@ -1049,6 +1049,33 @@ def test_lines_of_one_policy_split_by_other_sweep_keys_have_colours_of_their_own
         ("RR",): (ctx.colors()["RR"], "s"), ("FCFS",): (ctx.colors()["FCFS"], "o")}
 
 
+def test_a_global_runqueue_is_one_bar_not_cpu_0_beside_empty_cpus():
+    """linux-policies/cpu.toml (runqueues = "global", 8 CPUs): the runnable-jobs panel drew
+    the one global queue as "CPU 0" and CPUs 1-7 empty, beside CPUs all 100% busy. The os
+    world's per-CPU samples keep their CPUs in the same panel."""
+    from schedlab.report.plots import load
+
+    ctx = _ctx([("sim", 1, 0.7, "FCFS", 1.0, 1.0, 1.0)])
+    ctx.res.summaries = pd.DataFrame({
+        "world": ["sim", "os"], "label": ["FCFS", "FCFS"], "point": [1, 1],
+        "replication": [0, 0], "utilization_per_cpu": [[1.0] * 4, [0.9] * 4],
+        "runnable_mean_per_cpu": [[40.0], [9.0, 11.0, 10.0, 10.0]]})
+    plot = load(ctx)
+    util, runnable = plot.figure.axes[:2]
+    assert [t.get_text() for t in util.get_xticklabels()] == [f"CPU {i}" for i in range(4)]
+    assert [t.get_text() for t in runnable.get_xticklabels()] == \
+        ["CPU 0", "CPU 1", "CPU 2", "CPU 3", "global runqueue"]
+    sim_bars, os_bars = runnable.containers
+    assert [b.get_height() for b in sim_bars] == [40.0]
+    assert 3.5 < sim_bars[0].get_x() < 4.5  # at the global runqueue's tick (4)
+    assert [round(b.get_x() + b.get_width() / 2) for b in os_bars] == [0, 1, 2, 3]
+    assert "share one queue" in plot.caption
+    # A simulator alone with a global queue: one tick, its own.
+    ctx.res.summaries = ctx.res.summaries[ctx.res.summaries.world == "sim"]
+    runnable = load(ctx).figure.axes[1]
+    assert [t.get_text() for t in runnable.get_xticklabels()] == ["global runqueue"]
+
+
 def test_axis_units_are_the_vocabularys():
     from schedlab import vocabulary
     from schedlab.report.plots import METRICS, sweep_key_unit

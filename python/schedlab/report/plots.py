@@ -999,13 +999,21 @@ def load(ctx: Context) -> Plot:
     width_in = min(12, max(6, 0.25 * ncpu * nrows + 4) * (1 + 0.6 * (len(panels) - 1)) + 1.5)
     fig, axes = _figure(1, len(panels), figsize=(width_in, 4), squeeze=False)
     colors = ctx.colors()
+    shared_queue = False
     for ax, (rows, ylabel) in zip(axes[0], panels, strict=True):
         width = 0.8 / len(rows)
+        # A global runqueue is one queue that every CPU serves: one bar of its own, not CPU
+        # 0's beside empty CPUs (the other CPUs were as busy as CPU 0).
+        shared = ncpu > 1 and any(len(u) == 1 for _, _, u in rows)
+        n = max((len(u) for _, _, u in rows if len(u) > 1 or ncpu == 1), default=0)
+        ticks = [f"CPU {i}" for i in range(n)] + (["global runqueue"] if shared else [])
+        shared_queue |= shared
         for i, (world, label, u) in enumerate(rows):
-            ax.bar(np.arange(len(u)) + i * width - 0.4 + width / 2, u, width,
+            at = np.array([n]) if shared and len(u) == 1 else np.arange(len(u))
+            ax.bar(at + i * width - 0.4 + width / 2, u, width,
                    color=colors.get(label), label=label + (f" [{world}]" if len(ctx.worlds) > 1
                                                            else ""))
-        ax.set_xticks(range(ncpu), [f"CPU {i}" for i in range(ncpu)])
+        ax.set_xticks(range(len(ticks)), ticks)
         if ylabel.startswith("utilisation"):
             ax.set_ylim(0, 1.05)
         ax.set_ylabel(ylabel)
@@ -1015,6 +1023,9 @@ def load(ctx: Context) -> Plot:
     if len(panels) > 1 or not panels[0][1].startswith("utilisation"):
         caption += (" Runnable tasks (running or waiting) on each CPU's runqueue, time-weighted "
                     "mean over the measured interval (os: sampled at a fixed period).")
+        if shared_queue:
+            caption += (" With a global runqueue (machine.runqueues = global) the CPUs share "
+                        "one queue: its bar is all the runnable tasks.")
     else:
         caption += (" The distribution of runnable tasks per CPU is not in these results "
                     "(it comes with per-CPU runqueues).")
