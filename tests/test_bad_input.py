@@ -811,6 +811,17 @@ def test_a_policy_parameter_given_as_text_is_refused_outside_the_command_line(tm
     assert out.returncode == 0, out.stderr
     import json
 
+    # A typed word that is none of a parameter's forms is told what that parameter takes, as
+    # the policies declare it (it was "a number, a list of numbers or true/false" for all).
+    for flag, typed, allowed in (("--quantum", "abc", "a number > 0"),
+                                 ("--preemptive", "maybe", "true or false"),
+                                 ("--quanta", "a,b", "a list of numbers > 0")):
+        policy = {"--quantum": "rr", "--preemptive": "priority", "--quanta": "mlfq"}[flag]
+        out = subprocess.run([SCHEDLAB, "sim", "--policy", policy, flag, typed, "--load", "0.5",
+                              "--jobs", "100"], capture_output=True, text=True, timeout=60,
+                             env=cli_env(), cwd=tmp_path)
+        assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+            f'schedlab: error: {flag[2:]} = "{typed}": expected {allowed}'], out.stderr
     number = schedlab.simulate("rr", quantum=10, load=0.5, jobs=100).summary["response_mean"]
     for policy in (["--policy", "rr:quantum=10"], ["--policy", "rr", "--quantum", "10"]):
         out = subprocess.run([SCHEDLAB, "sim", *policy, "--load", "0.5", "--jobs", "100",

@@ -316,12 +316,19 @@ def param_value(key: str, value: Any, text: bool = False) -> Any:
         try:
             parts = [float(p) for p in word.split(",")]
         except ValueError:
-            raise spec_error(key, quoted(value), "a number, a list of numbers or true/false") \
-                from None
+            raise spec_error(key, quoted(value), _param_allowed(key)) from None
         if not all(math.isfinite(p) for p in parts):
             raise spec_error(key, quoted(value), "finite numbers")
         return parts[0] if len(parts) == 1 else parts
     raise spec_error(key, value, "a number, a list of numbers or true/false")
+
+
+def _param_allowed(key: str) -> str:
+    """What a policy parameter of this name takes, as the policies declare it ("a number > 0"
+    for every quantum); the three forms of any parameter where policies differ on it or
+    none has it."""
+    allowed = {q["allowed"] for p in _catalog() for q in p["params"] if q["name"] == key}
+    return allowed.pop() if len(allowed) == 1 else "a number, a list of numbers or true/false"
 
 
 def _is_number(v: Any) -> bool:
