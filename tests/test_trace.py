@@ -202,6 +202,30 @@ def run_rows(write_trace, policy: str, rows: list[tuple], **params: Any):
                              keep_schedule=True, **params)
 
 
+def test_a_quantum_that_expires_with_nobody_waiting_goes_on_on_its_own_cpu(write_trace):
+    # Two jobs at 0 on 2 CPUs with a global queue, RR quantum 1: job 0 (size 1) on CPU 0, job 1
+    # (size 3) on CPU 1. At 1 job 0 ends and job 1's quantum expires with nobody waiting: it
+    # goes on on CPU 1. It moved to CPU 0, the first idle CPU: a migration and, in the trace, a
+    # preemption, which the jobs table did not count (its context switches are counted when
+    # the CPU takes another job, and CPU 1 took none).
+    r = run_rows(write_trace, "rr", [(0, 1), (0, 3)], quantum=1, cpus=2, keep_jobs=True)
+    segments = [(int(x.job), int(x.cpu), x.start, x.end) for x in r.schedule.itertuples()]
+    assert segments == [(0, 0, 0, 1), (1, 1, 0, 1), (1, 1, 1, 2), (1, 1, 2, 3)]
+    assert list(r.jobs["migrations"]) == [0, 0]
+    assert list(r.jobs["context_switches"]) == [0, 0]
+    other = st.trace_dict(r)["otherData"]
+    assert (other["preemptions"], other["migrations"]) == (0, 0)
+    # And on open arrivals, job by job, the trace's marks are the jobs table's counters.
+    for seed in range(1, 9):
+        r = schedlab.simulate("rr", quantum=1, cpus=2, load=0.9, jobs=300, warmup=0,
+                              seed=seed, keep_jobs=True, keep_schedule=True)
+        data = st.trace_dict(r)
+        jobs = r.jobs.set_index("job")
+        preempt, migrate = per_job(data, st.PREEMPT), per_job(data, st.MIGRATE)
+        assert all(preempt[j] == jobs.loc[j, "context_switches"] for j in jobs.index), seed
+        assert all(migrate[j] == jobs.loc[j, "migrations"] for j in jobs.index), seed
+
+
 def tracks(*names: str) -> list[dict[str, Any]]:
     out = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "ts": 0,
             "args": {"name": names[0]}},
@@ -236,9 +260,11 @@ def test_global_rr_on_two_cpus_event_by_event(write_trace):
     # Three jobs of 4 ms at 0, one global queue, quantum 2, two CPUs. 0-2: job 0 on CPU 0,
     # job 1 on CPU 1, job 2 queued. At 2 both slices expire: job 0 is queued (CPU 0 first),
     # CPU 0 takes job 2, job 1 is queued, CPU 1 takes job 0 (a move). At 4 job 0 is done
-    # (4 ms); job 2 expires on CPU 0 behind job 1: CPU 0 takes job 1, CPU 1 job 2 (two moves).
-    # Six slices, three jobs completed: three preemptions; three migrations, each with an
-    # arrow from the middle of the job's slice to the middle of its next.
+    # (4 ms); job 2 expires on CPU 0 behind job 1, and both CPUs are idle: job 1 goes back to
+    # CPU 1, its last, and job 2 goes on on CPU 0 (before, CPU 0 took job 1 and CPU 1 job 2:
+    # two moves nothing asked for). Two preemptions (jobs 0 and 1 at 2; job 2 goes on at once
+    # on its CPU), one migration with its arrow from the middle of the job's slice to the
+    # middle of its next.
     r = run_rows(write_trace, "rr", [(0, 4), (0, 4), (0, 4)], cpus=2, quantum=2,
                  runqueues="global")
     data = st.trace_dict(r)
@@ -259,13 +285,12 @@ def test_global_rr_on_two_cpus_event_by_event(write_trace):
 
     assert data["traceEvents"] == tracks("CPUs (simulated: rr)", "CPU 0", "CPU 1") + [
         job_slice(0, 0, 2, 0), job_slice(1, 0, 2, 1), job_slice(2, 2, 4, 0),
-        job_slice(0, 2, 4, 1), job_slice(1, 4, 6, 0), job_slice(2, 4, 6, 1),
+        job_slice(0, 2, 4, 1), job_slice(2, 4, 6, 0), job_slice(1, 4, 6, 1),
         preempt(0, 2, 0), *migrate(0, 2, 0, 1, 1, 1, 3),
-        preempt(1, 2, 1), *migrate(1, 4, 1, 0, 2, 1, 5),
-        preempt(2, 4, 0), *migrate(2, 4, 0, 1, 3, 3, 5)]
-    completed = r.jobs["completion"].notna().sum()
-    assert len(events(data, "i", "preempt")) == len(r.schedule) - completed == 3
-    assert list(r.jobs.sort_values("job")["migrations"]) == [1, 1, 1]
+        preempt(1, 2, 1)]
+    assert len(events(data, "i", "preempt")) == 2
+    assert list(r.jobs.sort_values("job")["migrations"]) == [1, 0, 0]
+    assert list(r.jobs.sort_values("job")["context_switches"]) == [1, 1, 0]
 
 
 def test_a_job_that_goes_on_at_once_on_its_cpu_is_not_preempted(write_trace):

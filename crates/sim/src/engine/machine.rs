@@ -286,17 +286,26 @@ impl Engine<'_> {
             return;
         }
         let now = self.now;
-        for c in 0..self.cpus.len() {
+        let mut c = 0;
+        while c < self.cpus.len() {
             if self.cpus[c].job.is_some() {
+                c += 1;
                 continue;
             }
-            match self.rqs[0].policy.pick_next(now) {
-                Some(id) => {
-                    self.unqueue(id);
-                    self.dispatch(c, id, false);
-                }
-                None => break,
+            let Some(id) = self.rqs[0].policy.pick_next(now) else {
+                break;
+            };
+            self.unqueue(id);
+            // A job that ran before goes back to its CPU when that one is idle too: a quantum
+            // that expires with nobody waiting goes on where it was, not on the first idle CPU
+            // (a migration, and a context switch, that nothing asked for).
+            let last = self.jobs[id.index()].cpu;
+            if last > c as i32 && self.cpus[last as usize].job.is_none() {
+                self.dispatch(last as usize, id, false);
+                continue;
             }
+            self.dispatch(c, id, false);
+            c += 1;
         }
     }
 
