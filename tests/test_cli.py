@@ -355,6 +355,12 @@ def test_the_json_summary_carries_the_unit_of_every_key():
     out = schedlab("sim", "--load", "0.5", "--jobs", "2000", "--replications", "2", "--json")
     s = json.loads(out.stdout)
     assert s["units"]["response_mean_ci"] == "ms" and "runs" not in s["units"]
+    # A closed run writes its contended interval (text and ms): declared too.
+    out = schedlab("sim", "--clients", "3", "--think", "exp:1", "--jobs", "200", "--json")
+    s = json.loads(out.stdout)
+    units = s.pop("units")
+    assert "contended_end" in s and set(units) == set(s)
+    assert (units["contended_end"], units["contended_ms"]) == ("text", "ms")
 
 
 def _on_a_terminal(args: list[str]) -> tuple[int, str]:

@@ -71,7 +71,7 @@ WORLD_SUMMARY_UNITS: dict[str, str] = {
     # os
     "release_ms": "ms", "tasks": "count", "wall_ms": "ms", "user_ms": "ms", "sys_ms": "ms",
     "runqueue_wait_ms": "ms", "wait_inconsistent_jobs": "count", "unaccounted_jobs": "count",
-    "unaccounted_max": "ms", "contended_ms": "ms",
+    "unaccounted_max": "ms",
     "killed_tasks": "count", "measure_cpu_ms": "ms", "measure_overhead": "ratio",
     "coordinator_cpu_ms": "ms", "samples_taken": "count", "foreign_fraction": "ratio",
     "steal_fraction": "ratio", "attempts": "count", "moves": "count", "moves_missed": "count",

@@ -383,6 +383,8 @@ pub const SUMMARY_UNITS: &[(&str, &str)] = &[
     ("load_distribution", "jobs"),
     ("time_to_balance", "ms"),
     ("balanced_fraction", "ratio"),
+    ("contended_ms", "ms"),
+    ("contended_end", "text"),
 ];
 
 /// Per class: moments, and quantiles when there is more than one class.
@@ -873,7 +875,13 @@ pub fn summarize(
 mod tests {
     #[test]
     fn every_summary_key_has_a_unit() {
-        let value = serde_json::to_value(Summary::default()).unwrap();
+        // The keys written only when set (closed runs' contended interval) too.
+        let value = serde_json::to_value(Summary {
+            contended_ms: Some(1.0),
+            contended_end: Some("time limit".into()),
+            ..Summary::default()
+        })
+        .unwrap();
         let keys: Vec<&str> = value
             .as_object()
             .unwrap()
