@@ -332,6 +332,26 @@ def test_every_command_is_a_python_call_of_its_name():
     assert out.stdout.strip() == "1", out.stderr
 
 
+def test_the_os_commands_task_table_heads_each_measured_column_with_its_unit(capsys):
+    # `schedlab os` printed cpu_time, runqueue_wait, share... as bare numbers below a summary
+    # with units. Drawn from a result by hand: the printing, not the kernel, is under test.
+    import types
+
+    from schedlab import cli
+
+    tasks = pd.DataFrame({"task": [0, 1], "class": ["a", "b"], "policy": ["other"] * 2,
+                          "nice": [0, 5], "cpu_time": [40.5, 39.9], "runqueue_wait": [1.0, 2.0],
+                          "context_switches": [3, 4], "share": [0.5, 0.5]})
+    summary = {"policy": "kernel:other", "tasks": 2, "jobs": 4, "cpus": 1, "wall_ms": 80.0,
+               "response_mean": 40.0}
+    cli._print_os(types.SimpleNamespace(summary=summary, tasks=tasks))
+    header = next(line for line in capsys.readouterr().out.splitlines()
+                  if line.lstrip().startswith("task"))
+    assert header.split() == ["task", "class", "policy", "nice", "cpu_time", "(ms)",
+                              "runqueue_wait", "(ms)", "context_switches", "(count)", "share",
+                              "(ratio)"], header
+
+
 def test_result_files_take_the_umask_not_0600(tmp_path):
     # Written atomically through a temporary file, yet readable as any new file is.
     out = schedlab("sim", "--load", "0.5", "--jobs", "100", "--jobs-out",

@@ -30,6 +30,7 @@ from schedlab.vocabulary import (
     replication_count,
     spec_error,
     summary_units,
+    table_units,
     typed,
     unit_text,
 )
@@ -377,7 +378,11 @@ def _print_os(result: Any) -> None:
     cols = ["task", "class", "policy", "nice", "rtprio", "tickets", "cpu_time", "runqueue_wait",
             "context_switches", "migrations", "share", "entitled", "killed"]
     t = result.tasks[[c for c in cols if c in result.tasks.columns]]
-    console.print(t.head(40).to_string(index=False))
+    # Each measured column's header carries its unit; ids, levels and text have none.
+    units = table_units("tasks", t.columns, "os")
+    t = t.rename(columns={c: f"{c} ({unit_text(u)})" for c, u in units.items()
+                          if u not in ("id", "level", "text")})
+    console.print(t.head(40).to_string(index=False), soft_wrap=True)  # a row is one line
     if len(result.tasks) > 40:
         console.print(f"... {len(result.tasks) - 40} more tasks")
     if s.get("noisy"):
