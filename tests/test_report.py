@@ -1076,6 +1076,36 @@ def test_a_global_runqueue_is_one_bar_not_cpu_0_beside_empty_cpus():
     assert [t.get_text() for t in runnable.get_xticklabels()] == ["global runqueue"]
 
 
+def test_a_long_figure_title_is_wrapped_beside_its_legend_not_under_it():
+    """smp-balancing/moderate.toml's "Runnable tasks per CPU over time at machine.balancer =
+    windows, machine.cpus = 2, workload.clients = 7" ran out of its figure on the left ("le
+    tasks per CPU...") and through the legend's "CPU 0" on the right."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from schedlab.report.plots import _figure, _suptitle, figure_legend
+
+    text = ("Runnable tasks per CPU over time at machine.balancer = windows, machine.cpus = 2, "
+            "workload.clients = 7, workload.think = det:10")
+    fig, ax = _figure(figsize=(7.0, 3.0))
+    for cpu in (0, 1):
+        ax.step([0, 1, 2], [cpu, cpu + 1, cpu], label=f"CPU {cpu}")
+    figure_legend(fig, ax)
+    _suptitle(fig, text)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    title, legend = fig._suptitle.get_window_extent(renderer), \
+        fig.legends[0].get_window_extent(renderer)
+    assert fig._suptitle.get_text().replace("\n", " ") == text  # all of it, wrapped
+    assert "\n" in fig._suptitle.get_text()
+    assert title.x0 >= fig.bbox.x0 and title.x1 <= legend.x0, (title, legend)
+    assert title.y1 <= fig.bbox.y1
+    # A title that fits keeps one line.
+    fig, ax = _figure(figsize=(7.0, 3.0))
+    ax.plot([0, 1], label="CPU 0")
+    figure_legend(fig, ax)
+    _suptitle(fig, "Load")
+    assert fig._suptitle.get_text() == "Load"
+
+
 def test_axis_units_are_the_vocabularys():
     from schedlab import vocabulary
     from schedlab.report.plots import METRICS, sweep_key_unit

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -292,6 +293,28 @@ def _names(items: list[str]) -> str:
 # ---------------------------------------------------------------------------------------------
 # Legends and the names the SVG gives to what it draws
 # ---------------------------------------------------------------------------------------------
+
+
+def _suptitle(fig: Figure, text: str) -> None:
+    """The figure's title, beside its legend and not under it: centred over the room the
+    legend leaves at the top (a legend beside the axes reaches the figure's top edge) and
+    wrapped to it. Call it once the legend is placed."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    title = fig.suptitle(text)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    box, pad = title.get_window_extent(renderer), 8.0
+    right = fig.bbox.x1
+    for legend in fig.legends:
+        lb = legend.get_window_extent(renderer)
+        if lb.y1 > box.y0 and lb.x0 > fig.bbox.x0 + fig.bbox.width / 3:
+            right = min(right, lb.x0 - pad)
+    room = right - fig.bbox.x0 - 2 * pad
+    title.set_x((fig.bbox.x0 + right) / 2 / fig.bbox.width)
+    if box.width > room:
+        chars = max(20, int(len(text) * room / box.width))
+        title.set_text(textwrap.fill(text, chars))
 
 
 def _figure(*args: Any, figsize: tuple[float, float], **kwargs: Any) -> tuple[Figure, Any]:
@@ -838,7 +861,7 @@ def classes(ctx: Context) -> Plot:
                       rotation=20)
         ax.set_title(f"class {grp}" if len(grp) < 20 else grp)
         ax.set_ylabel(ctx.label("response_mean"))
-    fig.suptitle(title + ctx.point_desc())
+    _suptitle(fig, title + ctx.point_desc())
     return Plot("classes", title, caption, fig)
 
 
@@ -1018,7 +1041,7 @@ def load(ctx: Context) -> Plot:
             ax.set_ylim(0, 1.05)
         ax.set_ylabel(ylabel)
     figure_legend(fig, axes[0])
-    fig.suptitle(title + ctx.point_desc())
+    _suptitle(fig, title + ctx.point_desc())
     caption = "Busy fraction of each CPU over the measured interval, mean of replications."
     if len(panels) > 1 or not panels[0][1].startswith("utilisation"):
         caption += (" Runnable tasks (running or waiting) on each CPU's runqueue, time-weighted "
@@ -1070,7 +1093,7 @@ def load_series(ctx: Context) -> Plot:
     for ax in axes[-1]:
         ax.set_xlabel(f"time ({ctx.time_unit})")
     figure_legend(fig, axes)
-    fig.suptitle(title + ctx.point_desc())
+    _suptitle(fig, title + ctx.point_desc())
     caption = ("Tasks runnable (running or waiting) on each CPU at each sample, replication 0: "
                "the simulator samples its runqueues every experiment.load_sample ms; the os "
                "world reads where every worker is (state R) at its own sampling period.")
