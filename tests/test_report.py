@@ -1106,6 +1106,20 @@ def test_a_long_figure_title_is_wrapped_beside_its_legend_not_under_it():
     assert fig._suptitle.get_text() == "Load"
 
 
+def test_the_captions_name_the_theory_marks_the_figure_draws():
+    # "dotted lines (black bars)" under every figure: a sweep draws dotted lines only, a run
+    # without a sweep black marks on its bars only.
+    from schedlab.report.plots import percentiles, response
+
+    swept = _ctx([("sim", p, x, "FCFS", m, m - 1, m + 1)
+                  for p, x, m in ((0, 0.5, 2.0), (1, 0.7, 3.3))])
+    for plot in (response(swept), percentiles(swept)):
+        assert "dotted lines are" in plot.caption and "black" not in plot.caption
+    swept.x = None
+    assert "black marks on the bars are" in response(swept).caption
+    assert "dotted" not in response(swept).caption
+
+
 def test_axis_units_are_the_vocabularys():
     from schedlab import vocabulary
     from schedlab.report.plots import METRICS, sweep_key_unit

@@ -610,9 +610,14 @@ def response(ctx: Context) -> Plot:
                      .get("confidence", 0.95)))
     return _single(ctx, "response", "Mean response time",
                    f"Mean response time with {conf}% confidence bands (Student t across "
-                   "replications, or the batch-means interval of one run); dotted lines (black "
-                   "bars) are the closed forms of queueing theory where one exists.",
+                   f"replications, or the batch-means interval of one run); {_theory_marks(ctx)}"
+                   " are the closed forms of queueing theory where one exists.",
                    "response_mean", theory=True)
+
+
+def _theory_marks(ctx: Context) -> str:
+    """How a metric figure draws theory: dotted lines along a sweep, black marks on bars."""
+    return "dotted lines" if ctx.x is not None else "black marks on the bars"
 
 
 # How the report marks a traced kernel run by the path of its first move (trace_migrations).
@@ -673,9 +678,9 @@ def _traced_kernel_runs(ctx: Context, ax: Axes) -> str:
 def percentiles(ctx: Context) -> Plot:
     title = "Tail latency: p95 and p99 of response time"
     caption = ("Per-run percentiles, averaged over replications, with confidence bands "
-               "(Student t across replications, or sectioning of one run); dotted lines "
-               "(black bars) are the quantiles of queueing theory's response-time "
-               "distribution where it is known.")
+               f"(Student t across replications, or sectioning of one run); {_theory_marks(ctx)}"
+               " are the quantiles of queueing theory's response-time distribution where it "
+               "is known.")
     metrics = ("response_p95", "response_p99")
     flats = [flatness(ctx.res.metric(m)) if ctx.x is not None and not ctx.res.metric(m).empty
              else None for m in metrics]
