@@ -461,6 +461,28 @@ def test_quantum_means_no_closed_form():
     assert theory.mean_response("fb", "exp:2", "exp:1", quantum=1) is None
 
 
+def test_rr_with_a_quantum_no_job_outgrows_is_fcfs():
+    # Study 002's rr-ps-fcfs at quantum 20 and 40 (every job 20 ms): each job ends in its first
+    # turn, in arrival order. M/D/1 by hand: 20 + (1/21) 400 / (2 (1 - 20/21)) = 220.
+    for quantum in (20, 40):
+        assert theory.mean_response("rr", "exp:21", "det:20", quantum=quantum) == \
+            pytest.approx(220.0, rel=1e-12)
+    assert theory.mean_response("rr", "exp:21", "det:20", quantum=19.9) is None
+    # The end of the support decides: uniform up to 5 (P-K with E[S] = 3, E[S^2] = 31/3 at
+    # rate 1/6: 3 + (31/18) / (2 * 0.5) = 4.7222...), bounded Pareto up to 100.
+    assert theory.mean_response("rr", "exp:6", "uniform:1,5", quantum=5) == \
+        pytest.approx(3 + (31 / 18) / 1.0, rel=1e-12)
+    assert theory.mean_response("rr", "exp:6", "uniform:1,5", quantum=4.99) is None
+    assert theory.mean_response("rr", "exp:40", "bpareto:1.5,1,100", quantum=100) == \
+        pytest.approx(theory.mean_response("fcfs", "exp:40", "bpareto:1.5,1,100"), rel=1e-12)
+    assert theory.mean_response("rr", "exp:4", "exp:1", quantum=1e9) is None  # unbounded
+    # The distribution too, and the answer says why.
+    assert theory.response_quantile("rr", "exp:21", "det:20", [0.5, 0.99], quantum=20) == \
+        pytest.approx(theory.response_quantile("fcfs", "exp:21", "det:20", [0.5, 0.99]))
+    out = theory.answer("rr", "det:20", arrival="exp:21", quantum=20)
+    assert out["mean"] == pytest.approx(220.0) and "rr is fcfs" in out["note"]
+
+
 @pytest.mark.parametrize(("arrival", "cpus"), [("exp:1", 1), ("exp:0.9", 1), ("exp:0.25", 4)])
 def test_unstable_raises(arrival, cpus):
     with pytest.raises(ValueError, match="unstable"):

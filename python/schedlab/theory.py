@@ -10,7 +10,7 @@ and Design of Computer Systems*, 2013: ch. 23 for P-K, ch. 30-33 for the size-ba
 - FCFS, M/G/1 (Pollaczek-Khinchine): E[T] = E[S] + lambda E[S^2] / (2 (1 - rho)).
   Non-preemptive LCFS has the same mean.
 - PS and preemptive-resume LCFS, M/G/1 (insensitive): E[T(x)] = x / (1 - rho).
-  RR without a quantum is PS.
+  RR without a quantum is PS; RR with a quantum no job outgrows is FCFS.
 - SRPT (Schrage and Miller, Oper. Res. 14, 1966):
   E[T(x)] = lambda (m_2(x) + x^2 (1 - F(x))) / (2 (1 - rho(x)) (1 - rho(x-)))
             + integral_0^x dt / (1 - rho(t)).
@@ -108,7 +108,7 @@ COVERED: dict[str, str] = {
     "lcfs": "M/G/1 preemptive-resume: E[S]/(1-rho); non-preemptive: as FCFS",
     "ps": "M/G/1: E[S]/(1-rho); M/M/k-PS: as M/M/k FCFS; distribution: M/M/1 "
           "(Coffman-Muntz-Trotter), M/D/1",
-    "rr": "without a quantum only: as PS",
+    "rr": "without a quantum: as PS; with a quantum at least the largest size: as FCFS",
     "srpt": "M/G/1 (Schrage-Miller); distribution: deterministic sizes, as FCFS",
     "psjf": "M/G/1 (Harchol-Balter ch. 32); distribution: deterministic sizes, as FCFS",
     "sjf": "M/G/1 non-preemptive (Cobham with classes by size); distribution: deterministic "
@@ -410,6 +410,12 @@ class _Size:
         return cls(_core.parse_dist(text, key))
 
     @property
+    def largest(self) -> float:
+        """The end of the support: the largest size a job can have (inf when unbounded)."""
+        ends = [part.hi for _, part in self.parts] + [float(x) for x in self.xs]
+        return max(ends)
+
+    @property
     def exponential(self) -> bool:
         """Exponential: exp, erlang with K = 1, hyperexp with CV = 1 (two equal phases)."""
         parts = [part for _, part in self.parts]
@@ -644,12 +650,17 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
     return info["name"], dists[0], dists[1], int(cpus)
 
 
-def _single_cpu_policy(policy: str, params: dict[str, Any]) -> str | None:
+def _single_cpu_policy(policy: str, params: dict[str, Any], size: _Size) -> str | None:
     """The M/G/1 formula a policy with these parameters follows, or None."""
     if policy == "lcfs":
         return "ps" if _truthy(params.get("preemptive", True)) else "fcfs"
     if policy == "rr":
-        return "ps" if params.get("quantum") is None else None  # a finite quantum: no closed form
+        quantum = params.get("quantum")
+        if quantum is None:
+            return "ps"
+        # A quantum no job outgrows: every job ends in its first turn, in arrival order.
+        # Shorter: no closed form.
+        return "fcfs" if size.largest <= float(quantum) else None
     if policy == "fb" and params.get("quantum") is not None:
         return None  # the formula is the fluid limit; a quantised FB has none
     return policy if policy in ("fcfs", "ps", "srpt", "psjf", "sjf", "fb") else None
@@ -661,7 +672,8 @@ def mean_response(policy: str, arrival: str, size: str, cpus: int = 1,
 
     `arrival` must be Poisson (`exp:MEAN`); `params` are the policy's (`preemptive` of lcfs,
     `quantum` of rr and fb). RR without a quantum means the limit quantum -> 0, which is PS (the
-    simulator's rr defaults to a quantum of 10: pass it, and the answer is None). Raises
+    simulator's rr defaults to a quantum of 10: pass it, and the answer is None, unless no job
+    is larger than the quantum: then every job ends in its first turn, as in FCFS). Raises
     ValueError when the load is >= 1, SpecError on bad input.
     """
     name, arrival, size, cpus = _checked(policy, arrival, size, cpus, params)
@@ -669,7 +681,7 @@ def mean_response(policy: str, arrival: str, size: str, cpus: int = 1,
     if model is None:
         return None
     lam, s = model
-    formula = _single_cpu_policy(name, params)
+    formula = _single_cpu_policy(name, params, s)
     if formula is None:
         return None
     if cpus > 1:
@@ -696,7 +708,7 @@ def conditional_response(policy: str, arrival: str, size: str, x: float | np.nda
         raise ValueError(f"conditional_response: job size x = {x}: expected x >= 0")
     if not poisson:
         return None
-    formula = _single_cpu_policy(_canonical(policy), params)
+    formula = _single_cpu_policy(_canonical(policy), params, s)
     if formula is None:
         return None
     out = np.asarray(getattr(_MG1(lam, s), formula)(xs), dtype=float)
@@ -1070,7 +1082,7 @@ def _response_law(policy: str, arrival: str, size: str, cpus: int,
     lam, s = model
     if name == "lcfs":
         return None  # same means as PS or FCFS, other distributions (busy periods)
-    formula = _single_cpu_policy(name, params)
+    formula = _single_cpu_policy(name, params, s)
     deterministic = not s.parts and len(s.xs) == 1
     if formula in ("srpt", "psjf", "sjf") and deterministic:
         formula = "fcfs"  # equal sizes are served in arrival order
@@ -1308,6 +1320,8 @@ def spec_cdf(spec: dict[str, Any], x: float | Any) -> float | np.ndarray | None:
 
 RR_LIMIT = ("rr without a quantum is its limit as the quantum vanishes: processor sharing "
             "(the simulator's rr has quantum 10 ms; a finite quantum has no closed form)")
+RR_AS_FCFS = ("no job is larger than the quantum: each ends in its first turn, in arrival "
+              "order, so rr is fcfs")
 QUANTILE_ALLOWED = "a probability strictly between 0 and 1, e.g. 0.99"
 # What `answer` says beside the policy's parameters.
 ANSWER_KEYS = ("policy", "arrival", "size", "cpus", "unit", "mean", "note", "quantiles")
@@ -1355,6 +1369,8 @@ def answer(policy: Any = "fcfs", size: str = "exp:1", *, arrival: str | None = N
     # rr without a quantum is a limit, not the simulator's default rr (quantum 10): say so.
     if find_policy(name)["name"] == "rr" and "quantum" not in params and mean is not None:
         out["note"] = RR_LIMIT
+    elif find_policy(name)["name"] == "rr" and mean is not None:
+        out["note"] = RR_AS_FCFS
     if probabilities:
         out["quantiles"] = {f"p{100 * q:.10g}": None if values is None else float(values[i])
                             for i, q in enumerate(probabilities)}
