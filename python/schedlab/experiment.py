@@ -597,8 +597,43 @@ def _load(raw: dict[str, Any], base_dir: Path, src: str | None, quick: bool,
         for w in world_list:
             worlds.runner(w)
     _expand(exp)
+    _check_swept_over(exp)
     _check_idle_worlds(exp)
     return exp
+
+
+def _check_swept_over(exp: Experiment) -> None:
+    """A value the file writes and its sweep replaces at every point (`quantum = -3` under
+    a policy whose quantum is swept) is never run, yet it is the file's: it is checked as if
+    that sweep key were not there. Only a refusal of the value itself counts (one that names
+    where the file writes it): a value valid alone may not fit the other sweep keys' values."""
+    sweep = dict(exp.config.sweep.model_extra or {})
+    policies = _policies(exp.config)
+    for path, values in sweep.items():
+        if path == CASE:
+            continue
+        target = _sweep_target(path, policies, values)
+        if target.section == "policy":
+            own = [f"policy[{i}].{target.key}" for i, p in enumerate(policies)
+                   if p[0] in target.labels and target.key in p[2]]
+        elif getattr(getattr(exp.config, target.section), target.key, None) is not None:
+            own = [exp.written_at(f"{target.section}.{target.key}")]
+        else:
+            own = []
+        if not own:
+            continue
+        config = exp.config.model_copy(deep=True)
+        del config.sweep.model_extra[path]
+        config.report.x = None if config.report.x == path else config.report.x
+        config.report.point = None
+        shadow = Experiment(name=exp.name, worlds=exp.worlds, raw=exp.raw, config=config,
+                            base_dir=exp.base_dir, source=exp.source, quick=exp.quick,
+                            quick_keys=exp.quick_keys)
+        try:
+            _expand(shadow, pair_replays=False)
+        except SpecError as e:
+            if any(e.key == at or e.key.startswith((f"{at}.", f"{at}[")) for at in own):
+                raise
 
 
 def _check_idle_worlds(exp: Experiment) -> None:
