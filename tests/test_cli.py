@@ -352,6 +352,26 @@ def test_the_os_commands_task_table_heads_each_measured_column_with_its_unit(cap
                               "(ratio)"], header
 
 
+def test_one_policy_with_a_list_value_is_one_run_not_a_comparison():
+    # `--policy mlfq:quanta=1,2,4:boost_period=100` has commas, and was taken for several
+    # policies: a comparison table titled "1 policies", and from Python a Comparison; the
+    # os world refused it as a list of policies.
+    import schedlab as lab
+
+    spec = ["--load", "0.5", "--jobs", "1000"]
+    expected = lab.simulate("mlfq", quanta=[1, 2, 4], boost_period=100, load=0.5, jobs=1000)
+    out = schedlab("sim", "--policy", "mlfq:quanta=1,2,4:boost_period=100", *spec, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["response_mean"] == expected.summary["response_mean"]
+    out = schedlab("sim", "--policy", "mlfq:quanta=1,2,4:boost_period=100", *spec)
+    assert "policies on one workload" not in out.stdout and "mlfq: 1000 jobs" in out.stdout
+    inline = lab.simulate("mlfq:quanta=1,2,4:boost_period=100", load=0.5, jobs=1000)
+    assert inline.summary["response_mean"] == expected.summary["response_mean"]
+    # Several policies, a list value among them, are still a comparison of that many.
+    both = lab.simulate("fcfs,mlfq:quanta=1,2,4", load=0.5, jobs=1000)
+    assert len(both.table()) == 2
+
+
 def test_result_files_take_the_umask_not_0600(tmp_path):
     # Written atomically through a temporary file, yet readable as any new file is.
     out = schedlab("sim", "--load", "0.5", "--jobs", "100", "--jobs-out",

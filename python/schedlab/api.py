@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedlab.vocabulary import flat_spec, replication_count, spec_error
+from schedlab.vocabulary import flat_spec, replication_count, several_policies, spec_error
 from schedlab.worlds import sim
 
 
@@ -35,7 +35,7 @@ def simulate(policy: Any = "fcfs", *, keep_jobs: bool = True, replications: int 
     replications = replication_count(replications)
     if workers is not None:
         workers = replication_count(workers, "workers")
-    if isinstance(policy, list | tuple) or (isinstance(policy, str) and "," in policy):
+    if several_policies(policy):
         if trace_out is not None:
             raise spec_error("trace_out", trace_out, "one policy (a trace shows one schedule)")
         from schedlab.compare import compare  # theory and pandas: only when comparing
@@ -71,7 +71,7 @@ def os(policy: Any = "kernel", *, trace_out: Any = None, **kwargs: Any) -> Any:
     """
     from schedlab.worlds import os as os_world  # the os world: only when asked for
 
-    if isinstance(policy, list | tuple) or (isinstance(policy, str) and "," in policy):
+    if several_policies(policy):
         raise spec_error("policy", policy, "one policy: real processes compare policies in "
                          "an experiment file (world = \"os\", [[policy]] tables)")
     if trace_out is not None:

@@ -28,6 +28,7 @@ from schedlab.vocabulary import (
     KEYS,
     policy_catalog,
     replication_count,
+    several_policies,
     spec_error,
     summary_units,
     table_units,
@@ -118,7 +119,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if outputs["load_series"] and spec.get("load_sample") is None:
         raise spec_error("load_series_out", outputs["load_series"], "--load-sample MS too "
                          "(the series is the runqueues sampled every MS ms)")
-    if "," in str(spec.get("policy", "")):
+    # Several policies, not one whose list value has commas (`mlfq:quanta=1,2,4`).
+    if several_policies(spec.get("policy")):
         if args.trace_out:
             raise spec_error("trace_out", args.trace_out, "one policy (a trace shows one "
                              "schedule: trace the policies one by one)")
@@ -318,7 +320,8 @@ def cmd_os(args: argparse.Namespace) -> int:
     _check_trace_out(args.trace_out)
     osrun.announce = None  # a terminal shows the wait for a quiet machine
     spec = spec_from_args(args, native_keys(os_world))
-    if "," in str(spec.get("policy", "")):
+    # Several policies, not one whose list value has commas (`mlfq:quanta=1,2,4`).
+    if several_policies(spec.get("policy")):
         raise spec_error("policy", spec["policy"], "one policy: real processes compare "
                          "policies in an experiment file (world = \"os\", [[policy]] tables)")
     try:

@@ -381,10 +381,12 @@ class Params:
         if hasattr(policy, "name") and hasattr(policy, "params"):
             self.give(dict(policy.params), where or "the policy object")
             return policy.name
-        if isinstance(policy, str) and ":" in policy and "," not in policy:
-            ((name, inline),) = parse_policies(policy)
-            self.give(inline, where or f"the policy's text ({policy})")
-            return name
+        if isinstance(policy, str) and ":" in policy:
+            parsed = parse_policies(policy)
+            if len(parsed) == 1:  # one policy, a list value's commas included (quanta=1,2,4)
+                ((name, inline),) = parsed
+                self.give(inline, where or f"the policy's text ({policy})")
+                return name
         return policy
 
 
@@ -479,6 +481,20 @@ def typed(key: str, value: Any, k: Key, where: str | None = None) -> Any:
         if not isinstance(value, list | tuple) or not all(isinstance(v, dict) for v in value):
             raise spec_error(path, shown, "a list of tables")
     return value
+
+
+def several_policies(policy: Any) -> bool:
+    """A list of policies, or a text naming several (`fcfs,srpt`); not one policy whose list
+    value has commas (`mlfq:quanta=1,2,4`). A text that does not parse counts as several
+    where it has commas: the comparison refuses it by name."""
+    if isinstance(policy, list | tuple):
+        return True
+    if not isinstance(policy, str) or "," not in policy:
+        return False
+    try:
+        return len(parse_policies(policy)) > 1
+    except SpecError:
+        return True
 
 
 def parse_policies(text: str) -> list[tuple[str, dict[str, Any]]]:
