@@ -1120,6 +1120,21 @@ def test_the_captions_name_the_theory_marks_the_figure_draws():
     assert "dotted" not in response(swept).caption
 
 
+def test_a_column_of_numbers_reads_without_exponents_below_ten_million():
+    # linux-policies/cpu.toml's table had "2490" above "2.491e+04" in one column, and
+    # "1.26e+04 [0, 2.854e+04]". Four significant digits stay; the exponent goes below 10^7.
+    from schedlab.report import _num
+    from schedlab.summary_rows import interval_text, number_text
+
+    cases = [(2490.0, "2490"), (24910.3, "24910"), (12600.4, "12600"), (1234567.0, "1235000"),
+             (12345678.0, "1.235e+07"), (-24910.3, "-24910"), (0.5, "0.5"), (1.5e-7, "1.5e-07"),
+             (999.95, "1000")]
+    for value, text in cases:
+        assert number_text(value) == _num(value) == text, value
+    assert interval_text((0.0, 28540.2)) == "[0, 28540]"
+    assert _num(float("nan")) == "–" and number_text(7) == "7"
+
+
 def test_axis_units_are_the_vocabularys():
     from schedlab import vocabulary
     from schedlab.report.plots import METRICS, sweep_key_unit

@@ -61,12 +61,21 @@ def finite_number(value: Any) -> bool:
             and math.isfinite(value))
 
 
+def significant(value: float, digits: int = 4) -> str:
+    """A number to `digits` significant digits, without an exponent below 10^7: a column of
+    times reads 2490 above 24910, not 2490 above 2.491e+04."""
+    text = f"{value:.{digits}g}"
+    if "e+" in text and abs(value) < 1e7:
+        return f"{float(text):.0f}"
+    return text
+
+
 def number_text(value: Any) -> str:
     """A number as the tables print it: whole numbers whole, others to 4 significant digits."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return str(int(value))
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return f"{float(value):.4g}"
+        return significant(float(value))
     return str(value)
 
 
@@ -79,7 +88,7 @@ def interval_of(summary: dict[str, Any], key: str) -> tuple[float, float] | None
 
 
 def interval_text(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+    return "" if ci is None else f"[{significant(ci[0])}, {significant(ci[1])}]"
 
 
 def rows_of(summary: dict[str, Any]) -> list[tuple[str, str, str]]:

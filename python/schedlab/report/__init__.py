@@ -21,7 +21,7 @@ from schedlab.files import atomic_file
 from schedlab.report.plots import METRICS, PLOTTERS, STYLE, Context, Plot, tag_figure
 from schedlab.stats import t_interval
 from schedlab.store import load_results
-from schedlab.summary_rows import UNTRUSTED_MARK
+from schedlab.summary_rows import UNTRUSTED_MARK, significant
 from schedlab.vocabulary import SUMMARY_UNITS
 from schedlab.worlds import SIMULATED
 
@@ -170,7 +170,7 @@ def _num(v: Any, digits: int = 4) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "–"
     if isinstance(v, float):
-        return f"{v:.{digits}g}"
+        return significant(v, digits)
     return str(v)
 
 
