@@ -464,3 +464,16 @@ def test_pythons_results_carry_the_warnings_the_command_line_prints():
     # began with WARNING, none of the replications').
     assert repr(short).endswith(", 2 WARNINGs in .notes>"), repr(short)
     assert "replication 1: WARNING" in short._repr_html_()
+
+
+def test_a_run_too_short_for_percentile_intervals_says_so():
+    # 30 jobs: the mean has an interval (15 batches of 2), the percentiles none (fewer than
+    # two sections of four batches' jobs): their cells were blank without a word.
+    short = schedlab.simulate("fcfs", load=0.5, jobs=30)
+    assert short.summary["response_mean_ci"] is not None
+    assert all(not np.isfinite(short.summary[f"response_{q}_ci"]).all()
+               for q in ("p50", "p95", "p99"))
+    assert sum("the percentiles have no interval" in n for n in short.notes) == 1
+    longer = schedlab.simulate("fcfs", load=0.5, jobs=3000)
+    assert np.isfinite(longer.summary["response_p50_ci"]).all()
+    assert not any("percentiles have no interval" in n for n in longer.notes)

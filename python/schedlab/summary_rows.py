@@ -171,6 +171,12 @@ def run_notes(s: dict[str, Any], spec: dict[str, Any] | None = None) -> list[str
         notes.append(f"95% intervals from {s['ci_batches']} batches of {s['ci_batch_size']} "
                      f"jobs ({how}); precision of the mean "
                      f"{s.get('response_mean_precision', float('nan')):.2%}")
+    quantiles = [k for k in ("response_p50", "response_p95", "response_p99")
+                 if finite_number(s.get(k))]
+    if quantiles and s.get("ci_batches") and not any(interval_of(s, k) for k in quantiles):
+        notes.append("the percentiles have no interval: their sections (each as long as four "
+                     "of the mean's batches) are fewer than two in so short a run "
+                     "(docs/statistics.md); a longer run or replications give them one")
     if s.get("precision_reached") is False:
         notes.append(f"WARNING: precision {s['precision']:g} not reached "
                      f"({s.get('response_mean_precision', float('nan')):.2%} at the cap); "
