@@ -324,6 +324,10 @@ def test_every_command_is_a_python_call_of_its_name():
     with pytest.raises(TypeError, match=r"^schedlab\.policies\(\) takes 0 positional"):
         lab.policies("rr")
     assert lab.report.make_report.__name__ == "make_report"  # the CLI's own stays itself
+    # The docs name `schedlab.compare` beside `simulate(policy=[...])`: a call of it too.
+    pair = lab.compare(["fcfs", "srpt"], load=0.5, jobs=1000)
+    assert pair.table()["response_mean"].tolist() == \
+        lab.simulate(["fcfs", "srpt"], load=0.5, jobs=1000).table()["response_mean"].tolist()
     # `import schedlab` still keeps OpenBLAS to one thread (its `os` is now `_os`).
     env = {k: v for k, v in cli_env().items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", "import os, schedlab; "

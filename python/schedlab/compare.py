@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schedlab import theory
+from schedlab.command import callable_module
 from schedlab.policies import Policy, label, parse
 from schedlab.results import Replications, Result
 from schedlab.vocabulary import (
@@ -221,3 +222,7 @@ def compare(policy: Any, *, replications: int = 1, workers: int | None = None,
 
 def _param_names(name: str) -> set[str]:
     return {q["name"] for q in find_policy(name)["params"]}
+
+
+# `schedlab.compare([...], ...)` is `compare` (the docs name it beside `simulate`).
+callable_module(__name__, compare)
