@@ -7,7 +7,7 @@ use schedlab_model::summary::{JobRow, JobTable, Summarizer};
 use schedlab_policy::JobId;
 
 use super::results::{LoadSample, Segment};
-use super::{Engine, Runqueue, Timer, NONE};
+use super::{Engine, Timer, LOAD_BINS, NONE};
 use crate::spec::Config;
 
 pub(super) struct Accounting {
@@ -184,11 +184,10 @@ impl Engine<'_> {
         let (ms, me, now) = (self.acct.measure_start, self.acct.measure_end, self.now);
         let rq = &mut self.rqs[r];
         let (runnable, load) = (&mut self.runnable[r], &mut self.load[r]);
-        let bin = *runnable as usize;
-        if bin >= rq.hist.len() {
-            rq.grow_hist(bin);
-        }
-        rq.hist[bin] += (now.min(me) - rq.hist_at.max(ms)).max(0.0);
+        rq.hist.add_time(
+            *runnable as usize,
+            (now.min(me) - rq.hist_at.max(ms)).max(0.0),
+        );
         rq.hist_at = now;
         *runnable = runnable.wrapping_add_signed(delta);
         *load += weight * delta as f64;
@@ -235,12 +234,7 @@ impl Engine<'_> {
             self.acct.summary.add(&row);
             self.acct.summary.add_completion(now);
             let r = j.rq as usize;
-            let rq = &mut self.rqs[r];
-            let bin = self.runnable[r] as usize;
-            if bin >= rq.done_hist.len() {
-                rq.grow_hist(bin);
-            }
-            rq.done_hist[bin] += 1;
+            self.rqs[r].hist.add_done(self.runnable[r] as usize);
             if let Some(tab) = &mut self.acct.table {
                 tab.job.push(j.seq);
                 tab.client.push(client);
@@ -302,13 +296,59 @@ impl Engine<'_> {
     }
 }
 
-impl Runqueue {
-    /// Room in the load histograms for `runnable` jobs (rare: past `LOAD_BINS`).
+/// A runqueue's load histograms: the measured time it held n runnable jobs, and the jobs
+/// completed while it held n. Counts up to `LOAD_BINS` sit in fixed arrays (no bounds check
+/// on the hot path); larger ones (a batch of 1,000 processes) in lists that grow.
+pub(super) struct LoadBins {
+    time: Box<[f64; LOAD_BINS]>,
+    done: Box<[u64; LOAD_BINS]>,
+    time_more: Vec<f64>,
+    done_more: Vec<u64>,
+}
+
+impl LoadBins {
+    pub(super) fn new() -> LoadBins {
+        LoadBins {
+            time: Box::new([0.0; LOAD_BINS]),
+            done: Box::new([0; LOAD_BINS]),
+            time_more: Vec::new(),
+            done_more: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn add_time(&mut self, runnable: usize, time: f64) {
+        if runnable < LOAD_BINS {
+            self.time[runnable] += time;
+        } else {
+            *self.more(runnable).0 += time;
+        }
+    }
+
+    #[inline]
+    fn add_done(&mut self, runnable: usize) {
+        if runnable < LOAD_BINS {
+            self.done[runnable] += 1;
+        } else {
+            *self.more(runnable).1 += 1;
+        }
+    }
+
     #[cold]
     #[inline(never)]
-    fn grow_hist(&mut self, runnable: usize) {
-        let bins = (runnable + 1).next_power_of_two();
-        self.hist.resize(bins, 0.0);
-        self.done_hist.resize(bins, 0);
+    fn more(&mut self, runnable: usize) -> (&mut f64, &mut u64) {
+        let i = runnable - LOAD_BINS;
+        if i >= self.time_more.len() {
+            self.time_more.resize(i + 1, 0.0);
+            self.done_more.resize(i + 1, 0);
+        }
+        (&mut self.time_more[i], &mut self.done_more[i])
+    }
+
+    /// (runnable jobs, measured time, completions) for every count from 0 up.
+    pub(super) fn bins(&self) -> impl Iterator<Item = (usize, f64, u64)> + '_ {
+        let time = self.time.iter().chain(&self.time_more);
+        let done = self.done.iter().chain(&self.done_more);
+        time.zip(done).enumerate().map(|(n, (&t, &d))| (n, t, d))
     }
 }

@@ -286,6 +286,16 @@ impl Engine<'_> {
             return;
         }
         let now = self.now;
+        if self.cpus.len() == 1 {
+            // One CPU: nowhere else to go back to.
+            if self.cpus[0].job.is_none() {
+                if let Some(id) = self.rqs[0].policy.pick_next(now) {
+                    self.unqueue(id);
+                    self.dispatch(0, id, false);
+                }
+            }
+            return;
+        }
         let mut c = 0;
         while c < self.cpus.len() {
             if self.cpus[c].job.is_some() {

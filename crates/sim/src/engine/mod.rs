@@ -41,7 +41,7 @@ use crate::cpuset::CpuSet;
 use crate::mintree::MinTree;
 use crate::spec::{fit_fluid, Config, Runqueues, Warmup, Workload, DEFAULT_MIN_JOBS};
 use crate::SpecError;
-use accounting::Accounting;
+use accounting::{Accounting, LoadBins};
 pub use results::{LoadRow, LoadSample, Segment};
 use schedlab_model::output::{mser5, UntilPrecise};
 
@@ -60,8 +60,8 @@ const NONE: i32 = -1;
 /// Share tracking integrates entitlements over every change of the runnable set; above this
 /// many tasks it would dominate the run time, so it is skipped.
 const MAX_SHARE_TASKS: usize = 4096;
-/// Load histograms start with room for this many runnable jobs per runqueue, and grow when a
-/// runqueue holds more (a batch of 1,000 processes), so every count is its own bin.
+/// Load histograms keep this many counts of runnable jobs per runqueue in fixed arrays, and
+/// larger counts (a batch of 1,000 processes) in lists that grow: every count is its own bin.
 const LOAD_BINS: usize = 256;
 /// Work below this is rounding, not work (a burst whose slice ended within it is done).
 const EPS: f64 = 1e-12;
@@ -157,9 +157,8 @@ struct Runqueue {
     task_tickets: f64,
     /// Queued jobs (per-CPU runqueues, for balancers).
     queued: Vec<JobId>,
-    hist: Vec<f64>,
+    hist: LoadBins,
     hist_at: f64,
-    done_hist: Vec<u64>,
     /// Fluid: CPU-time integrals, whole run and measured window.
     fluid_busy: f64,
     fluid_busy_window: f64,
@@ -368,9 +367,8 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
             task_weight: 0.0,
             task_tickets: 0.0,
             queued: Vec::new(),
-            hist: vec![0.0; LOAD_BINS],
+            hist: LoadBins::new(),
             hist_at: 0.0,
-            done_hist: vec![0; LOAD_BINS],
             fluid_busy: 0.0,
             fluid_busy_window: 0.0,
         });

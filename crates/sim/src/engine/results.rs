@@ -185,23 +185,17 @@ impl Engine<'_> {
         let mut loads = Vec::new();
         let mut runnable_mean = Vec::new();
         for (r, rq) in self.rqs.iter().enumerate() {
-            let total_time: f64 = rq.hist.iter().sum();
-            let total_done: u64 = rq.done_hist.iter().sum();
-            let mean: f64 = rq
-                .hist
-                .iter()
-                .enumerate()
-                .map(|(n, t)| n as f64 * t)
-                .sum::<f64>()
-                / total_time;
+            let total_time: f64 = rq.hist.bins().map(|(_, t, _)| t).sum();
+            let total_done: u64 = rq.hist.bins().map(|(_, _, d)| d).sum();
+            let mean: f64 = rq.hist.bins().map(|(n, t, _)| n as f64 * t).sum::<f64>() / total_time;
             runnable_mean.push(mean);
-            for n in 0..rq.hist.len() {
-                if rq.hist[n] > 0.0 || rq.done_hist[n] > 0 {
+            for (n, time, done) in rq.hist.bins() {
+                if time > 0.0 || done > 0 {
                     loads.push(LoadRow {
                         cpu: if self.per_cpu { r as i32 } else { NONE },
                         runnable: n as u32,
-                        time_share: rq.hist[n] / total_time,
-                        completion_share: rq.done_hist[n] as f64 / total_done as f64,
+                        time_share: time / total_time,
+                        completion_share: done as f64 / total_done as f64,
                     });
                 }
             }
