@@ -1135,6 +1135,26 @@ def test_a_column_of_numbers_reads_without_exponents_below_ten_million():
     assert _num(float("nan")) == "–" and number_text(7) == "7"
 
 
+def test_a_policy_the_sweep_key_does_not_touch_has_one_row_in_the_table():
+    """rr-ps-fcfs: FCFS and PS run once for all seven RR quanta (their spec has no quantum),
+    and the table repeated their identical rows seven times among RR's."""
+    from schedlab.report import _response_table
+
+    res = _Stats([("sim", p, q, label, m, m - 1, m + 1)
+                  for p, q in enumerate((1.0, 20.0))
+                  for label, m in (("FCFS", 218.2), ("RR", 398.0 if q == 1 else 218.2))])
+    res.st = res.st.assign(n=1, method="batch means")
+    res.sweep_keys = ["workload.load"]  # the swept key (its name does not matter here)
+    res.summaries = pd.DataFrame(
+        [("sim", p, q, label, 0, f"{label}-{q}" if label == "RR" else "FCFS")
+         for p, q in enumerate((1.0, 20.0)) for label in ("FCFS", "RR")],
+        columns=["world", "point", "workload.load", "label", "replication", "run"])
+    html = _response_table(res)
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row)[:3]
+            for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
+    assert rows == [["all", "FCFS", "218.2"], ["1", "RR", "398"], ["20", "RR", "218.2"]]
+
+
 def test_axis_units_are_the_vocabularys():
     from schedlab import vocabulary
     from schedlab.report.plots import METRICS, sweep_key_unit

@@ -259,8 +259,18 @@ def _response_table(res: Any) -> str:
                f"theory ({unit})", "vs theory"]
             + [f"{m.removeprefix('response_')} [{conf}% CI] ({unit})" for m in tails])
     rows = []
+    shared = _keys_not_changing_runs(res)
+    shown: set[tuple] = set()
     for _, r in st.iterrows():
-        left = ([r["world"]] if multi_world else []) + [_num(r[k]) for k in keys] + [r["label"]]
+        # A policy the sweep key does not touch (FCFS beside RR's swept quantum) runs once for
+        # all its values: one row, "all" in that key's column, instead of one copy per value.
+        same = shared.get((r["world"], r["label"]), set())
+        row_key = (r["world"], r["label"], *(None if k in same else r[k] for k in keys))
+        if row_key in shown:
+            continue
+        shown.add(row_key)
+        left = (([r["world"]] if multi_world else [])
+                + ["all" if k in same else _num(r[k]) for k in keys] + [r["label"]])
         right = [_num(r["mean"]), _interval(r), str(r["n"]), _e(r["method"]),
                  _num(r["theory"]), _vs_theory(r)]
         at = (r["world"], r["point"], r["label"])
@@ -271,6 +281,23 @@ def _response_table(res: Any) -> str:
         _untrusted(r) for t in tails.values() for _, r in t.iterrows())
     return ('<table class="response"><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
             + "</tr>" + "".join(rows) + "</table>" + (UNTRUSTED_NOTE if marked else ""))
+
+
+def _keys_not_changing_runs(res: Any) -> dict[tuple[str, str], set[str]]:
+    """Per (world, policy label), the sweep keys whose values all share its runs (the runner
+    runs a spec once, and FCFS's spec has no RR quantum)."""
+    s = res.summaries
+    keys = [k for k in res.sweep_keys if k in s]
+    if "run" not in s or not keys:
+        return {}
+    out: dict[tuple[str, str], set[str]] = {}
+    for (world, label), g in s.groupby(["world", "label"], sort=False):
+        out[(world, label)] = {
+            k for k in keys
+            if g[k].nunique(dropna=False) > 1
+            and (g.groupby([c for c in (*keys, "replication") if c != k and c in g],
+                           sort=False, dropna=False)["run"].nunique() == 1).all()}
+    return out
 
 
 def unprecise_runs(res: Any) -> pd.DataFrame:
