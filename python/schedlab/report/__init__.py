@@ -18,7 +18,15 @@ import pandas as pd
 
 from schedlab.command import callable_module
 from schedlab.files import atomic_file
-from schedlab.report.plots import METRICS, PLOTTERS, STYLE, Context, Plot, tag_figure
+from schedlab.report.plots import (
+    METRICS,
+    PLOTTERS,
+    STYLE,
+    Context,
+    Plot,
+    keys_sharing_runs,
+    tag_figure,
+)
 from schedlab.stats import t_interval
 from schedlab.store import load_results
 from schedlab.summary_rows import UNTRUSTED_MARK, significant
@@ -290,14 +298,9 @@ def _keys_not_changing_runs(res: Any) -> dict[tuple[str, str], set[str]]:
     keys = [k for k in res.sweep_keys if k in s]
     if "run" not in s or not keys:
         return {}
-    out: dict[tuple[str, str], set[str]] = {}
-    for (world, label), g in s.groupby(["world", "label"], sort=False):
-        out[(world, label)] = {
-            k for k in keys
-            if g[k].nunique(dropna=False) > 1
-            and (g.groupby([c for c in (*keys, "replication") if c != k and c in g],
-                           sort=False, dropna=False)["run"].nunique() == 1).all()}
-    return out
+    fixed = ["replication"] if "replication" in s else []
+    return {(world, label): keys_sharing_runs(g, keys, fixed)
+            for (world, label), g in s.groupby(["world", "label"], sort=False)}
 
 
 def unprecise_runs(res: Any) -> pd.DataFrame:

@@ -144,12 +144,8 @@ class Context:
         out: dict[str, set[str]] = {}
         for world in self.worlds:
             w = s[s["world"] == world]
-            keys = [c for c in ("label", self.x, "replication") if c is not None and c in w]
-            out[world] = {
-                k for k in self.others
-                if w[k].nunique(dropna=False) > 1
-                and (w.groupby([*keys, *(o for o in self.others if o != k)], sort=False,
-                               dropna=False)["run"].nunique() == 1).all()}
+            fixed = [c for c in ("label", self.x, "replication") if c is not None and c in w]
+            out[world] = keys_sharing_runs(w, self.others, fixed)
         return out
 
     def kept(self, world: str) -> list[str]:
@@ -211,6 +207,15 @@ class Context:
 
 
 MARKERS = "osD^vPX<>*"
+
+
+def keys_sharing_runs(s: pd.DataFrame, keys: list[str], fixed: list[str]) -> set[str]:
+    """The sweep keys among `keys` whose values all share one run (the runner runs a spec once:
+    FCFS's has no RR quantum), for each value of the `fixed` columns and of the other keys."""
+    return {k for k in keys
+            if s[k].nunique(dropna=False) > 1
+            and (s.groupby([*fixed, *(o for o in keys if o != k)], sort=False,
+                           dropna=False)["run"].nunique() == 1).all()}
 
 
 def sweep_key_unit(key: str | None) -> str:
