@@ -84,6 +84,9 @@ def test_response_is_runqueue_wait_plus_cpu_for_a_batch():
     # no less than its CPU time spread over the 2 CPUs.
     assert r.summary["makespan"] == j["completion"].max()
     assert r.summary["makespan"] >= j["cpu_time"].sum() / 2
+    # One-shot processes: one sample of a transient, with no interval of one run.
+    assert r.summary["one_shot_batch"] is True
+    assert not np.isfinite(r.summary["response_mean_ci"]).any()
 
 
 def test_a_dispatched_workers_hold_runs_to_its_grant():

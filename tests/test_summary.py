@@ -14,7 +14,7 @@ import pytest
 import schedlab
 import schedlab._core as _core
 from conftest import SCHEDLAB, cli_env, unitless
-from schedlab import results, server, theory
+from schedlab import results, server, summary_rows, theory
 from schedlab.osrun import build as os_build
 from schedlab.vocabulary import summary_units
 
@@ -477,3 +477,54 @@ def test_a_run_too_short_for_percentile_intervals_says_so():
     longer = schedlab.simulate("fcfs", load=0.5, jobs=3000)
     assert np.isfinite(longer.summary["response_p50_ci"]).all()
     assert not any("percentiles have no interval" in n for n in longer.notes)
+
+
+def test_a_batch_of_one_shot_processes_has_no_interval_from_one_run(tmp_path):
+    # 40 processes of 20 ms forked at once on 2 CPUs under FCFS: 20 rounds, the ith pair ends
+    # at 20 i, so the mean is 20 x 21 / 2 = 210 ms exactly. Batch means of that ramp gave an
+    # interval around an exact number (linux-policies/cpu.toml: "240 [179.7, 300.3]").
+    one_shot = dict(clients=40, jobs=40, think="det:0", size="det:20", cpus=2)
+    r = schedlab.simulate("fcfs", **one_shot)
+    s = r.summary
+    assert s["response_mean"] == 210.0 and s["one_shot_batch"] is True
+    for key in ("response_mean", "response_p50", "response_p99", "wait_mean", "slowdown_mean",
+                "throughput"):
+        assert not np.isfinite(s[f"{key}_ci"]).any(), key
+    assert s["ci_batches"] == 0
+    assert sum("one-shot processes" in n for n in r.notes) == 1
+    assert "no interval: one run of a one-shot batch" in repr(r)
+    # Replications give the interval: of width 0 where nothing is random, around the mean of
+    # the replications where the sizes are.
+    assert schedlab.simulate("fcfs", replications=3, **one_shot).summary[
+        "response_mean_ci"] == [210.0, 210.0]
+    random = schedlab.simulate("fcfs", replications=4, **{**one_shot, "size": "exp:20"})
+    low, high = random.summary["response_mean_ci"]
+    assert low < random.summary["response_mean"] < high
+    # Processes of several jobs each, or an open stream, are series with their own intervals.
+    for spec in (dict(one_shot, jobs=400, clients=4), dict(load=0.5, jobs=400)):
+        s = schedlab.simulate("fcfs", **spec).summary
+        assert s["one_shot_batch"] is False and s["ci_batches"] > 0, spec
+        assert np.isfinite(s["response_mean_ci"]).all(), spec
+    # The os world decides it by the same code, from its per-job table.
+    jobs = job_table(40).assign(client=range(40))
+    real = os_summary(jobs)["summary"]
+    assert real["one_shot_batch"] is True and not np.isfinite(real["response_mean_ci"]).any()
+    assert os_summary(job_table(40))["summary"]["one_shot_batch"] is False
+    # A sweep's stats table names why, even where the file asks for batch means (`batches`),
+    # and the report says so under its table; the command line prints the reason once.
+    exp = {"experiment": {"name": "one-shot", "world": "sim", "batches": 5},
+           "workload": {"batch": 10, "size": "det:20"},
+           "machine": {"cpus": 2}, "policy": [{"name": "fcfs", "label": "fcfs"},
+                                                    {"name": "ps", "label": "ps"}]}
+    res = schedlab.run(exp, out=tmp_path / "out")
+    st = res.metric("response_mean").set_index("label")
+    assert st.loc["fcfs", "mean"] == 60.0 and st.loc["ps", "mean"] == 100.0
+    assert (st["method"] == summary_rows.ONE_SHOT_METHOD).all()
+    assert st["ci_low"].isna().all() and st["ci_high"].isna().all()
+    page = schedlab.report(tmp_path / "out")
+    assert summary_rows.ONE_SHOT_METHOD in page.read_text()
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "fcfs,ps", "--clients", "10", "--jobs",
+                          "10", "--think", "det:0", "--size", "det:20", "--cpus", "2"],
+                         capture_output=True, text=True, env=cli_env(), check=True).stdout
+    assert "fcfs, ps: a batch of one-shot processes" in " ".join(out.lower().split())
+    assert "too short to find" not in out

@@ -228,6 +228,7 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
     from schedlab.compare import compare
     from schedlab.jsonio import dumps
     from schedlab.results import write_table
+    from schedlab.summary_rows import ONE_SHOT_TEXT
 
     text = spec.pop("policy")
     c = compare(text, replications=replications, workers=workers, **spec)
@@ -262,7 +263,12 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
                   f"numbers), measured on the same jobs ({c.warmup_text()}). 95% intervals: "
                   f"{c.interval_method}. Theory: the closed form for "
                   "the queue described (schedlab.theory), — where there is none.")
-    doubtful = [row["policy"] for row in c.rows() if not row["ci_uncorrelated"]]
+    one_shot = [name for name, r in zip(c.labels, c.results, strict=True)
+                if replications == 1 and r.summary.get("one_shot_batch")]
+    if one_shot:
+        console.print(f"{', '.join(one_shot)}: {ONE_SHOT_TEXT}")
+    doubtful = [row["policy"] for row in c.rows()
+                if not row["ci_uncorrelated"] and row["policy"] not in one_shot]
     if doubtful:
         console.print(f"{', '.join(doubtful)}: runs too short to find uncorrelated "
                       "batches: their intervals are NOT to be trusted (more jobs, or "

@@ -235,6 +235,8 @@ class Result:
                else "")
         if how and s.get("ci_uncorrelated") is False:
             how += f", not shown uncorrelated ({UNTRUSTED_MARK}: too few jobs to trust them)"
+        if s.get("one_shot_batch"):
+            how = "; no interval: one run of a one-shot batch"
         return f"{_run_line(s)} ({s.get('world', 'sim')}){how}"
 
     @property

@@ -96,6 +96,14 @@ def rows_of(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     return OS_SUMMARY_ROWS if summary.get("world") == "os" else SUMMARY_ROWS
 
 
+# Why one run of a batch of one-shot processes has no interval (docs/statistics.md), and the
+# interval method the statistics table names for it.
+ONE_SHOT_TEXT = ("a batch of one-shot processes (every process one job) is one sample of a "
+                 "transient, not a stationary series: one run gives it no interval "
+                 "(docs/statistics.md); replications give one, of width 0 where nothing in "
+                 "the batch is random")
+ONE_SHOT_METHOD = "none: one run of a one-shot batch"
+
 # Beside an interval from one run too short to find uncorrelated batches (the report's mark).
 UNTRUSTED_MARK = "†"
 
@@ -171,6 +179,8 @@ def run_notes(s: dict[str, Any], spec: dict[str, Any] | None = None) -> list[str
         notes.append(f"95% intervals from {s['ci_batches']} batches of {s['ci_batch_size']} "
                      f"jobs ({how}); precision of the mean "
                      f"{s.get('response_mean_precision', float('nan')):.2%}")
+    if s.get("one_shot_batch"):
+        notes.append(ONE_SHOT_TEXT)
     quantiles = [k for k in ("response_p50", "response_p95", "response_p99")
                  if finite_number(s.get(k))]
     if quantiles and s.get("ci_batches") and not any(interval_of(s, k) for k in quantiles):

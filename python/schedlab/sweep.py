@@ -53,6 +53,7 @@ from schedlab.lifetime import die_with_parent
 from schedlab.results import environment, write_table
 from schedlab.stats import batch_means, t_half_width
 from schedlab.store import FORMAT, MANIFEST, RUNS
+from schedlab.summary_rows import ONE_SHOT_METHOD
 from schedlab.theory import spec_cdf as theory_cdf  # noqa: F401  (the report reads it here)
 from schedlab.theory import spec_mean as theory_for
 from schedlab.theory import spec_quantile as theory_quantile
@@ -868,6 +869,10 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
     half = t_half_width(n, std, conf)
     low, high = mean - half, mean + half
     method = np.where(n >= 2, "replications", "single run").astype(object)
+    # One run of a one-shot batch is one sample of a transient: no interval (docs/statistics.md).
+    one_shot = (firsts["one_shot_batch"].fillna(False).astype(bool).to_numpy()
+                if "one_shot_batch" in firsts else np.zeros(len(firsts), dtype=bool))
+    method[(n == 1) & one_shot[:, None]] = ONE_SHOT_METHOD
     # False where the interval is one run's own and that run was too short to find
     # uncorrelated batches (`ci_uncorrelated`): an interval not to be trusted.
     uncorrelated = np.ones(n.shape, dtype=bool)
@@ -899,7 +904,7 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
         j = column["response_mean"]
         for i, cell in enumerate(firsts["response_batch_means"]):
             bm = _listed(cell)
-            if n[i, j] == 1 and bm is not None and len(bm) >= 2:
+            if n[i, j] == 1 and not one_shot[i] and bm is not None and len(bm) >= 2:
                 iv = batch_means([float(b) for b in bm], conf, mean=float(mean[i, j]))
                 half[i, j], std[i, j], n[i, j], method[i, j] = (iv.half_width, iv.std, iv.n,
                                                                   iv.method)

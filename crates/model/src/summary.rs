@@ -289,6 +289,11 @@ pub struct Summary {
     pub ci_batches: u64,
     pub ci_batch_size: u64,
     pub ci_uncorrelated: bool,
+    /// Every measured job was its task's only one (a batch of one-shot processes). Such a
+    /// run is one sample of a transient, not a stationary series: its jobs in completion
+    /// order trend (FCFS's 1st ends at s, its Nth at N·s), so batch means and sections would
+    /// give an interval of nothing. Its intervals are NaN; only replications give one.
+    pub one_shot_batch: bool,
     /// Half-width of the mean response's interval over the mean (the run's precision).
     pub response_mean_precision: f64,
     /// The precision asked for (key `precision`; NaN: none), and whether the run reached
@@ -376,6 +381,7 @@ pub const SUMMARY_UNITS: &[(&str, &str)] = &[
     ("ci_batches", "count"),
     ("ci_batch_size", "count"),
     ("ci_uncorrelated", "bool"),
+    ("one_shot_batch", "bool"),
     ("response_mean_precision", "ratio"),
     ("precision", "ratio"),
     ("precision_reached", "bool"),
@@ -592,6 +598,12 @@ impl Summarizer {
         }
     }
 
+    /// Whether every measured job was its task's only one (see `Summary::one_shot_batch`).
+    fn one_shot_batch(&self) -> bool {
+        let in_tasks: u64 = self.tasks.iter().map(|&(n, _)| n).sum();
+        self.response.n > 0 && in_tasks == self.response.n && self.tasks.iter().all(|t| t.0 <= 1)
+    }
+
     /// Class 0's moments while every job was of class 0: the overall ones (the same adds in
     /// the same order, so the same bits).
     fn class_0_from_overall(&mut self) {
@@ -636,6 +648,13 @@ impl Summarizer {
         let per_window = |x: f64| if window > 0.0 { x / window } else { f64::NAN };
         let qr = self.q_response.quantiles(&PERCENTILES);
         let qw = self.q_wait.quantiles(&PERCENTILES);
+        let one_shot_batch = self.one_shot_batch();
+        if one_shot_batch {
+            self.response_series = SeriesStats::default();
+            self.wait_series = SeriesStats::default();
+            self.slowdown_series = MeanSeries::default();
+            self.gaps = MeanSeries::default();
+        }
         let rmean = self
             .response_series
             .mean_interval(self.response.mean_or_nan());
@@ -794,6 +813,7 @@ impl Summarizer {
             ci_batches: rmean.batches as u64,
             ci_batch_size: rmean.batch_size,
             ci_uncorrelated: rmean.uncorrelated,
+            one_shot_batch,
             response_mean_precision,
             precision,
             precision_reached,
@@ -1038,6 +1058,56 @@ mod tests {
         assert!((s.task_response_cv - 0.5f64.sqrt() / 2.5).abs() < 1e-12);
         assert_eq!((classes[0].jobs, classes[1].response_p50), (2, 2.0));
         assert_eq!(classes[0].response_p99, 4.0);
+    }
+
+    #[test]
+    fn a_one_shot_batch_has_no_interval_of_one_run() {
+        // 400 processes of 20 ms, one job each, forked at once on one CPU under FCFS: the ith
+        // ends at 20·i, so the mean is 20·401/2 = 4010 ms exactly. Batch means of that
+        // ramp would give an interval around it; a one-shot batch gives none.
+        let n = 400;
+        let batch: Vec<(i64, u32, f64, f64, f64, f64)> = (0..n)
+            .map(|i| (i, 0, 0.0, 20.0 * (i + 1) as f64, 20.0, 20.0 * i as f64))
+            .collect();
+        let counters = Counters {
+            measure_start: 0.0,
+            measure_end: 20.0 * n as f64,
+            busy_per_cpu: vec![20.0 * n as f64],
+            busy_span: 20.0 * n as f64,
+            ..Default::default()
+        };
+        let (s, _, _) = summarize(&table(&batch), &[], vec!["0".into()], &counters);
+        assert!(s.one_shot_batch);
+        assert_eq!(s.response_mean, 4010.0);
+        for ci in [
+            s.response_mean_ci,
+            s.response_p50_ci,
+            s.response_p99_ci,
+            s.wait_mean_ci,
+            s.wait_p95_ci,
+            s.slowdown_mean_ci,
+            s.throughput_ci,
+        ] {
+            assert!(ci[0].is_nan() && ci[1].is_nan(), "{ci:?}");
+        }
+        assert_eq!((s.ci_batches, s.ci_batch_size), (0, 0));
+        assert!(!s.ci_uncorrelated && s.response_mean_precision.is_nan());
+        // The same jobs from 200 processes of two jobs each, or from an open stream (no
+        // task), are a series: their intervals stay.
+        let pairs: Vec<_> = batch
+            .iter()
+            .map(|r| (r.0 / 2, r.1, r.2, r.3, r.4, r.5))
+            .collect();
+        let open: Vec<_> = batch
+            .iter()
+            .map(|r| (-1, r.1, r.2, r.3, r.4, r.5))
+            .collect();
+        for rows in [pairs, open] {
+            let (s, _, _) = summarize(&table(&rows), &[], vec!["0".into()], &counters);
+            assert!(!s.one_shot_batch);
+            assert!(s.response_mean_ci[0] < 4010.0 && 4010.0 < s.response_mean_ci[1]);
+            assert!(s.ci_batches > 0);
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ from schedlab.report.plots import (
 )
 from schedlab.stats import t_interval
 from schedlab.store import load_results
-from schedlab.summary_rows import UNTRUSTED_MARK, significant
+from schedlab.summary_rows import ONE_SHOT_METHOD, ONE_SHOT_TEXT, UNTRUSTED_MARK, significant
 from schedlab.vocabulary import SUMMARY_UNITS
 from schedlab.worlds import SIMULATED
 
@@ -208,6 +208,10 @@ UNTRUSTED_NOTE = (f"<p class=\"untrusted\"><small>{UNTRUSTED_MARK} An interval f
                   "(docs/statistics.md).</small></p>")
 
 
+ONE_SHOT_NOTE = (f'<p class="one-shot"><small>{_html.escape(ONE_SHOT_METHOD)}: '
+                 f"{_html.escape(ONE_SHOT_TEXT)}.</small></p>")
+
+
 def _bounds(low: Any, high: Any) -> str:
     """An interval as every table of the report writes it: `[low, high]`; "–" without one."""
     if pd.isna(low) or pd.isna(high) or not math.isfinite(low + high):
@@ -287,8 +291,10 @@ def _response_table(res: Any) -> str:
                     + "".join(f"<td>{c}</td>" for c in right) + "</tr>")
     marked = any(_untrusted(r) for _, r in st.iterrows()) or any(
         _untrusted(r) for t in tails.values() for _, r in t.iterrows())
+    one_shot = bool((st["method"] == ONE_SHOT_METHOD).any()) if "method" in st else False
     return ('<table class="response"><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
-            + "</tr>" + "".join(rows) + "</table>" + (UNTRUSTED_NOTE if marked else ""))
+            + "</tr>" + "".join(rows) + "</table>" + (UNTRUSTED_NOTE if marked else "")
+            + (ONE_SHOT_NOTE if one_shot else ""))
 
 
 def _keys_not_changing_runs(res: Any) -> dict[tuple[str, str], set[str]]:
