@@ -870,13 +870,18 @@ def test_cdf_small_multiples_spread_over_a_long_sweep(tmp_path):
     from schedlab.report import report_context
     from schedlab.report.plots import cdf, cdf_points
 
-    # Nine points: six panels, the first and the last among them, report.point kept.
+    # Twelve points: nine panels (a 3 x 3 grid), the first and the last among them,
+    # report.point kept; nine or fewer: every one (rr-ps-fcfs's seven quanta lost quantum 10
+    # to six panels).
     assert cdf_points(3) == [0, 1, 2]
-    assert cdf_points(9) == [0, 2, 3, 5, 6, 8]
-    assert cdf_points(9, keep=4) == [0, 2, 4, 5, 6, 8]
-    assert cdf_points(40) == [0, 8, 16, 23, 31, 39]
-    loads = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
-    d = {"experiment": {"name": "nine", "seed": 4, "keep_jobs": True},
+    assert cdf_points(9) == list(range(9))
+    assert cdf_points(12) == [0, 1, 3, 4, 6, 7, 8, 10, 11]
+    assert cdf_points(12, keep=5) == [0, 1, 3, 5, 6, 7, 8, 10, 11]
+    assert cdf_points(4, keep=1, most=3) == [0, 1, 3]  # never in the first's or last's place
+    assert cdf_points(40) == [0, 5, 10, 15, 20, 24, 29, 34, 39]
+    loads = [0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9]
+    shown = (0, 1, 3, 4, 6, 7, 8, 10, 11)
+    d = {"experiment": {"name": "twelve", "seed": 4, "keep_jobs": True},
          "workload": {"load": 0.5, "size": "exp:1", "jobs": 400},
          "policy": [{"name": "fcfs"}, {"name": "ps"}],
          "sweep": {"workload.load": loads}}
@@ -884,12 +889,11 @@ def test_cdf_small_multiples_spread_over_a_long_sweep(tmp_path):
     schedlab.run(d, out=out)
     plot = cdf(report_context(schedlab.load_results(out)))
     axes = [ax for ax in plot.figure.axes if ax.get_visible()]
-    assert len(axes) == 6  # 2 rows of 3; nothing else drawn
-    assert [ax.get_title(loc="left") for ax in axes] == \
-        [f"load = {loads[p]:g}" for p in (0, 2, 3, 5, 6, 8)]
+    assert len(axes) == 9  # 3 rows of 3; nothing else drawn
+    assert [ax.get_title(loc="left") for ax in axes] == [f"load = {loads[p]:g}" for p in shown]
     # Shared axes: the same limits in every panel, so panels compare at a glance.
     assert len({ax.get_xlim() for ax in axes}) == 1 and len({ax.get_ylim() for ax in axes}) == 1
-    for ax, p in zip(axes, (0, 2, 3, 5, 6, 8), strict=True):
+    for ax, p in zip(axes, shown, strict=True):
         gids = {ln.get_gid() for ln in ax.lines}
         assert {f"theory-cdf-FCFS-p{p}", f"theory-cdf-PS-p{p}"} <= gids  # M/M/1 FCFS and PS
         measured = [ln for ln in ax.lines if ln.get_label() in ("FCFS", "PS")]
@@ -902,10 +906,56 @@ def test_cdf_small_multiples_spread_over_a_long_sweep(tmp_path):
         medians.append(float(np.interp(0.5, fcfs.get_ydata(), fcfs.get_xdata())))
     assert medians == sorted(medians) and medians[-1] > 4 * medians[0]
     assert medians[0] == pytest.approx(math.log(2) / 0.9, rel=0.1)
-    assert "6 of the 9 points" in plot.caption and "points 0, 2, 3, 5, 6 and 8" in plot.caption
+    assert "9 of the 12 points" in plot.caption
+    assert "points 0, 1, 3, 4, 6, 7, 8, 10 and 11" in plot.caption
     assert len(plot.figure.legends) == 1
     assert [t.get_text() for t in plot.figure.legends[0].texts] == \
         ["FCFS", "PS", "FCFS: theory", "PS: theory"]
+
+
+def test_cdf_panels_of_a_sweep_of_several_keys_are_a_grid_by_its_keys(tmp_path):
+    # Two balancers x two CPU counts x seven task counts (smp-balancing/moderate.toml): six
+    # panels spread over the 28 points never put linux beside windows at one point. A row per
+    # (balancer, cpus), a column per task count (first, report.point's, last) do.
+    from schedlab.report import report_context
+    from schedlab.report.plots import cdf, cdf_grid
+
+    moderate = [{"machine.balancer": b, "machine.cpus": c, "workload.clients": n}
+                for b in ("linux", "windows") for c in (2, 4) for n in range(3, 10)]
+    grid = cdf_grid(moderate, "workload.clients", keep=18)  # windows, 2 CPUs, 7 tasks
+    assert grid.points == [0, 4, 6, 7, 11, 13, 14, 18, 20, 21, 25, 27]
+    assert (grid.columns, grid.column_values) == (3, [3, 7, 9])
+    assert grid.row_keys == ["machine.balancer", "machine.cpus"]
+    # Not a full grid (a missing combination), or one key: points spread evenly.
+    assert cdf_grid(moderate[:-1], "workload.clients").columns == 0
+    assert cdf_grid([{"q": q} for q in range(7)], "q").points == list(range(7))
+    loads = [0.2, 0.4, 0.6, 0.8]
+    d = {"experiment": {"name": "grid", "seed": 4, "keep_jobs": True},
+         "workload": {"load": 0.5, "size": "exp:1", "jobs": 300},
+         "machine": {"cpus": 1},
+         "policy": [{"name": "fcfs"}],
+         "sweep": {"machine.cpus": [1, 2, 4], "workload.load": loads},
+         "report": {"x": "workload.load", "point": 5}}  # 2 CPUs, load 0.4
+    out = tmp_path / "grid"
+    schedlab.run(d, out=out)
+    plot = cdf(report_context(schedlab.load_results(out)))
+    axes = [ax for ax in plot.figure.axes if ax.get_visible()]
+    titles = [ax.get_title(loc="left") for ax in axes]
+    assert titles == [f"cpus = {c}, load = {x:g}" for c in (1, 2, 4) for x in (0.2, 0.4, 0.8)]
+    # Laid out as a grid: a column shares its load, a row its CPUs.
+    columns = [round(ax.get_position().x0, 3) for ax in axes]
+    rows = [round(ax.get_position().y0, 3) for ax in axes]
+    assert columns[:3] == columns[3:6] == columns[6:] and len(set(columns)) == 3
+    assert rows[0] == rows[1] == rows[2] > rows[3] == rows[5] > rows[6] == rows[8]
+    assert "a row per cpus, a column per load (0.2, 0.4 and 0.8); 9 of the 12 points" \
+        in plot.caption
+    # Each panel is its own point: at load 0.8 per CPU, M/M/c waits less the more CPUs it
+    # has, so the median response falls down the last column.
+    medians = []
+    for ax in axes[2::3]:
+        (line,) = [ln for ln in ax.lines if ln.get_label() == "FCFS"]
+        medians.append(float(np.interp(0.5, line.get_ydata(), line.get_xdata())))
+    assert medians[0] > medians[1] > medians[2], medians
 
 
 class _Stats:

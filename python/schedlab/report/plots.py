@@ -47,7 +47,10 @@ STYLE = {
 CDF_POINTS = 600  # points per CDF line: the shape, not every job
 # Points per theory CDF: a numerically inverted transform costs milliseconds per point.
 THEORY_CDF_POINTS = 150
-CDF_PANELS = 6  # at most this many sweep points get a CDF panel, spread over the sweep
+CDF_PANELS = 9  # at most this many sweep points get a CDF panel, spread over the sweep
+# A sweep of several keys: a row of CDF panels per combination of the keys other than x, a
+# column per value of x, at most this many of each.
+CDF_ROWS, CDF_COLUMNS = 4, 3
 # A legend with more entries than this goes below the axes, in columns, instead of beside.
 LEGEND_BESIDE = 12
 # Near-flat: every mean of a measure within FLAT of the others (relative to their size). Two
@@ -889,24 +892,74 @@ def cdf_points(n: int, keep: int | None = None, most: int = CDF_PANELS) -> list[
         return list(range(n))
     points = sorted({int(round(v)) for v in np.linspace(0, n - 1, most)})
     if keep is not None and 0 <= keep < n and keep not in points:
-        nearest = min(points, key=lambda p: (abs(p - keep), p))
+        # It takes the place of the nearest point between the first and the last.
+        nearest = min(points[1:-1] or points, key=lambda p: (abs(p - keep), p))
         points = sorted([p for p in points if p != nearest] + [keep])
     return points
 
 
+@dataclass
+class CdfGrid:
+    """The sweep points that get a CDF panel, in the order drawn (row by row), the grid's
+    columns (0: as many as suit the number of panels), and, for a grid laid out by the sweep,
+    the keys of its rows and the key and values of its columns."""
+
+    points: list[int]
+    columns: int = 0
+    row_keys: list[str] = field(default_factory=list)
+    column_key: str | None = None
+    column_values: list[Any] = field(default_factory=list)
+
+
+def cdf_grid(coords: list[dict[str, Any]], x: str | None, keep: int | None = None) -> CdfGrid:
+    """Which points get a CDF panel. A sweep of several keys over every combination of their
+    values: a row per combination of the keys other than x (at most CDF_ROWS) and a column per
+    value of x (at most CDF_COLUMNS: the first, report.point's and the last), so that a column
+    compares the other keys (linux and windows balancers) at one x. Any other sweep: at most
+    CDF_PANELS points spread evenly over it (`cdf_points`)."""
+    n = max(len(coords), 1)
+    others = [k for k in coords[0] if k != x] if coords else []
+    if x is None or not others or any(set(c) != set(coords[0]) for c in coords):
+        return CdfGrid(cdf_points(n, keep))
+
+    def key(c: dict[str, Any], names: list[str]) -> str:
+        return json.dumps([c[k] for k in names], sort_keys=True, default=str)
+
+    rows = list(dict.fromkeys(key(c, others) for c in coords))
+    columns = list(dict.fromkeys(key(c, [x]) for c in coords))
+    at = {(key(c, others), key(c, [x])): i for i, c in enumerate(coords)}
+    if len(rows) < 2 or len(at) != n or len(rows) * len(columns) != n:
+        return CdfGrid(cdf_points(n, keep))
+    kept = coords[keep] if keep is not None and 0 <= keep < n else None
+    pick_rows = cdf_points(len(rows), rows.index(key(kept, others)) if kept else None,
+                           CDF_ROWS)
+    pick_columns = cdf_points(len(columns), columns.index(key(kept, [x])) if kept else None,
+                              CDF_COLUMNS)
+    points = [at[(rows[r], columns[c])] for r in pick_rows for c in pick_columns]
+    return CdfGrid(points, len(pick_columns), others, x,
+                   [coords[at[(rows[0], columns[c])]][x] for c in pick_columns])
+
+
 def cdf(ctx: Context) -> Plot:
-    """Small multiples: one panel per sweep point (at most CDF_PANELS, spread over the sweep),
-    shared axes, one legend."""
+    """Small multiples: one panel per sweep point (`cdf_grid`: laid out by the sweep's keys, or
+    at most CDF_PANELS spread over it), shared axes, one legend."""
     title = "Response-time distribution"
-    npoints = max(len(ctx.res.manifest.get("points") or [{}]), 1)
+    coords = ctx.res.manifest.get("points") or [{}]
+    npoints = max(len(coords), 1)
     keep = ctx.cfg.point if ctx.cfg.point is not None else None
-    chosen = cdf_points(npoints, keep)
+    grid = cdf_grid(coords, ctx.x, keep)
+    chosen = grid.points
     panels = [(p, j) for p in chosen if (j := _jobs_at_point(ctx, point=p))]
     if not panels:
         return Plot("cdf", title, "", note=f"{title}: no stored per-job tables at these points "
                     "(experiment.keep_jobs = \"first\" or true stores them)")
+    by_sweep = grid.columns > 0 and len(panels) == len(chosen)
+    if grid.columns and not by_sweep:  # points without per-job tables: no grid to keep
+        panels = [(p, j) for p in cdf_points(npoints, keep)
+                  if (j := _jobs_at_point(ctx, point=p))]
+        chosen = [p for p, _ in panels]
     n = len(panels)
-    ncols = 1 if n == 1 else 2 if n in (2, 4) else 3
+    ncols = grid.columns if by_sweep else 1 if n == 1 else 2 if n in (2, 4) else 3
     nrows = math.ceil(n / ncols)
     size = (8.5, 4.2) if n == 1 else (3.5 * ncols + 1.8, 2.6 * nrows + (1.4 if nrows == 1
                                                                         else 0.8))
@@ -960,7 +1013,14 @@ def cdf(ctx: Context) -> Plot:
     figure_legend(fig, axes.flat[:n])
     caption = ("Empirical CDF of response time (replication 0, stored per-job rows); dotted "
                "grey lines mark p95 and p99.")
-    if n > 1:
+    if by_sweep:
+        caption += (f" One panel per sweep point, with shared axes: a row per "
+                    f"{_names([_short_key(k) for k in grid.row_keys])}, a column per "
+                    f"{_short_key(str(grid.column_key))} ("
+                    f"{_names([_short(v) for v in grid.column_values])})"
+                    + (f"; {n} of the {npoints} points (every point's numbers are in the "
+                       "tables)" if npoints > n else "") + ".")
+    elif n > 1:
         caption += (" One panel per sweep point, with shared axes"
                     + (f": {n} of the {npoints} points, spread evenly over the sweep (points "
                        f"{_names([str(p) for p, _ in panels])}, counted from 0; every point's "
