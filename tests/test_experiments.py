@@ -343,7 +343,12 @@ def test_theory_for_uses_the_engines_defaults():
     assert sweep.theory_for({"policy": "rr", "arrival": "exp:21", "size": "det:20"}) is None
     assert sweep.theory_for({"policy": "fcfs", "arrival": "exp:21", "size": "det:20",
                              "context_switch": 0.1}) is None
-    assert sweep.theory_for({"policy": "fcfs", "clients": 3, "size": "exp:1"}) is None
+    # A closed system: 3 clients that never think (the default det:0) keep one CPU busy, each
+    # response 3 jobs of mean 1 ms; FCFS with constant sizes has no product form.
+    assert sweep.theory_for({"policy": "fcfs", "clients": 3, "size": "exp:1"}) == \
+        pytest.approx(3.0)
+    assert sweep.theory_for({"policy": "fcfs", "clients": 3, "think": "exp:1",
+                             "size": "det:1"}) is None
 
 
 # ---------------------------------------------------------------------------------------------

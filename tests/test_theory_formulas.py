@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import csv
 import math
+import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+import schedlab
+from conftest import SCHEDLAB, cli_env
 from schedlab import theory
 from schedlab._core import SpecError
 from scipy import integrate, special, stats
@@ -384,6 +388,75 @@ def test_mva_large_population_asymptote():
     assert got["throughput"] == pytest.approx(1.0, rel=1e-12)
     assert got["response"] == pytest.approx(196.0, rel=1e-12)
     assert got["queue"][1:] == pytest.approx([1.0, 0.5], rel=1e-9)
+
+
+def test_a_closed_interactive_system_on_k_cpus_against_its_markov_chain():
+    # By hand: 2 clients thinking exp:1, one CPU, exp:1 jobs. P(0..2) = 1, 2, 2 over 5, so
+    # X = 4/5 and R = 2 / 0.8 - 1 = 1.5 ms.
+    assert theory.closed_mean_response("fcfs", 2, "exp:1", "exp:1") == pytest.approx(1.5)
+    # 5 clients (think exp:3) on 2 CPUs (exp:1 jobs): the continuous-time chain of the jobs at
+    # the CPUs, solved as a linear system pi Q = 0 (not the product of ratios the code uses).
+    n, z, k = 5, 3.0, 2
+    q = np.zeros((n + 1, n + 1))
+    for i in range(n + 1):
+        if i < n:
+            q[i, i + 1] = (n - i) / z
+        if i > 0:
+            q[i, i - 1] = min(i, k) / 1.0
+        q[i, i] = -q[i].sum()
+    a = np.vstack([q.T, np.ones(n + 1)])
+    pi = np.linalg.lstsq(a, np.r_[np.zeros(n + 1), 1.0], rcond=None)[0]
+    x = float(sum(pi[i] * min(i, k) for i in range(n + 1)))
+    want = n / x - z
+    for policy, size in (("fcfs", "exp:1"), ("ps", "exp:1"), ("rr", "exp:1")):
+        got = theory.closed_mean_response(policy, n, "exp:3", size, cpus=k)
+        assert got == pytest.approx(want, rel=1e-12), policy
+    # Insensitive: PS with any sizes and any think law of the same means gives the same.
+    assert theory.closed_mean_response("ps", n, "uniform:2,4", "hyperexp:1,3", cpus=k) == \
+        pytest.approx(want, rel=1e-12)
+    # One CPU: the machine repairman, MVA's recursion.
+    assert theory.closed_mean_response("lcfs", 10, "exp:4", "det:1") == pytest.approx(
+        theory.machine_repairman(10, 4.0, 1.0)["response"], rel=1e-12)
+    # Saturated: study 002's Linux.2.a, n tc / m - tw (7 x 250 / 2 - 10 = 865).
+    assert theory.closed_mean_response("ps", 7, "uniform:9,11", "det:250", cpus=2) == \
+        pytest.approx(865.0, rel=1e-6)
+    # No think time: every client is always at the CPUs, R = n E[S] / min(n, k).
+    assert theory.closed_mean_response("fcfs", 3, "det:0", "exp:2", cpus=2) == 3.0
+    # No product form: FCFS with sizes that are not exponential, SRPT, a finite quantum,
+    # preemptive LCFS on several CPUs, and clients kept in step by constant think and sizes.
+    for policy, think, size, cpus, params in (
+            ("fcfs", "exp:1", "det:1", 1, {}), ("srpt", "exp:1", "exp:1", 1, {}),
+            ("rr", "exp:1", "exp:1", 1, {"quantum": 10}), ("lcfs", "exp:1", "exp:1", 2, {}),
+            ("ps", "det:5", "det:1", 1, {})):
+        assert theory.closed_mean_response(policy, 4, think, size, cpus, **params) is None
+    # A spec: the same, with the engine's defaults (rr's quantum 10: none), and none for a
+    # run of no more jobs than clients (a batch of one-shot processes) or any quantile.
+    spec = {"policy": "ps", "clients": n, "think": "exp:3", "size": "exp:1", "cpus": k,
+            "jobs": 100_000, "warmup": "auto"}
+    assert theory.spec_mean(spec) == pytest.approx(want, rel=1e-12)
+    assert theory.spec_mean({**spec, "policy": "rr"}) is None
+    assert theory.spec_mean({**spec, "jobs": n}) is None
+    assert theory.spec_mean({**spec, "runqueues": "per-cpu"}) is None
+    assert theory.spec_quantile(spec, 0.5) is None
+    # From Python and the command line, with their messages for bad input.
+    out = schedlab.theory("ps", "exp:1", clients=n, think="exp:3", cpus=k, quantiles=0.9)
+    assert out["mean"] == pytest.approx(want, rel=1e-12)
+    assert (out["clients"], out["think"], out["quantiles"]) == (n, "exp:3", {"p90": None})
+    assert "arrival" not in out
+    for kwargs, text in ((dict(clients=0), "clients = 0: expected a whole number >= 1"),
+                         (dict(think="exp:1"), 'think = "exp:1": expected think beside clients'),
+                         (dict(clients=3, load=0.5), "load = 0.5: expected nothing beside "
+                          "clients")):
+        with pytest.raises(SpecError, match=re.escape(text)):
+            schedlab.theory("ps", "exp:1", **kwargs)
+    cli = subprocess.run([SCHEDLAB, "theory", "--policy", "ps", "--size", "det:250",
+                          "--clients", "7", "--think", "uniform:9,11", "--cpus", "2"],
+                         capture_output=True, text=True, env=cli_env())
+    assert (cli.returncode, cli.stdout) == (0, "mean 865 ms\n")
+    cli = subprocess.run([SCHEDLAB, "theory", "--policy", "ps", "--clients", "3", "--arrival",
+                          "exp:2"], capture_output=True, text=True, env=cli_env())
+    assert cli.returncode == 2 and "arrival = \"exp:2\": expected nothing beside clients" \
+        in cli.stderr
 
 
 # --- (e) M/M/1 quantiles -----------------------------------------------------------------------

@@ -155,3 +155,33 @@ def test_two_priority_classes_match_cobham(preemptive):
     )
     check_against(expected[0], per_class["high"], f"high class, preemptive={preemptive}")
     check_against(expected[1], per_class["low"], f"low class, preemptive={preemptive}")
+
+
+@pytest.mark.parametrize(("policy", "spec"), [
+    ("ps", dict(clients=10, think="uniform:4,6", size="det:1")),
+    ("ps", dict(clients=10, think="exp:5", size="hyperexp:1,3", cpus=3)),
+    ("fcfs", dict(clients=4, think="det:3", size="exp:1", cpus=2)),
+    ("lcfs", dict(clients=6, think="exp:4", size="uniform:0,2")),
+])
+def test_closed_interactive_systems_match_their_markov_chain(policy, spec):
+    # The chain is insensitive to the think law and, for PS and preemptive LCFS, to the size
+    # law: constant sizes, uniform thinking and hyperexponential sizes give the chain's mean.
+    summaries = replicate(8, policy=policy, jobs=400_000, warmup=4_000, **spec)
+    expected = theory.closed_mean_response(policy, spec["clients"], spec["think"],
+                                           spec["size"], spec.get("cpus", 1))
+    check_against(expected, [s["response_mean"] for s in summaries], f"closed {policy} {spec}")
+    # A comparison draws it beside the measurement.
+    assert schedlab.compare([policy], jobs=2_000, **spec).theory(
+        policy.upper())["response_mean"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("size", "rho", "cpus"), [("det:1", 0.8, 2), ("hyperexp:1,3", 0.7, 4)])
+def test_processor_sharing_on_k_cpus_is_insensitive_to_the_sizes(size, rho, cpus):
+    # n jobs at min(1, k/n) each: a symmetric queue, whose mean is M/M/k's for any sizes of
+    # the same mean (theory gave none for sizes that are not exponential).
+    summaries = replicate(8, policy="ps", size=size, load=rho, cpus=cpus, jobs=1_000_000,
+                          warmup=10_000)
+    expected = theory.mmk_mean_response(lam=rho * cpus, mu=1.0, k=cpus)
+    assert theory.mean_response("ps", theory.poisson_at_load(rho, size, cpus=cpus), size,
+                                cpus=cpus) == pytest.approx(expected, rel=1e-12)
+    check_against(expected, [s["response_mean"] for s in summaries], f"M/{size}/{cpus}-PS")

@@ -427,7 +427,8 @@ def cmd_theory(args: argparse.Namespace) -> int:
     # them; the theory refuses one the policy does not have (and a quantum <= 0).
     params = flag_params(args)
     out = theory.answer(args.policy, args.size, arrival=args.arrival, load=args.load,
-                        cpus=args.cpus, quantiles=quantiles, **params)
+                        cpus=args.cpus, quantiles=quantiles, clients=args.clients,
+                        think=args.think, **params)
     mean, values = out["mean"], out.get("quantiles", {})
     found = mean is not None and None not in values.values()
     if args.json:
@@ -435,7 +436,9 @@ def cmd_theory(args: argparse.Namespace) -> int:
         return 0 if found else 1
     given = {k: v for k, v in out.items() if k not in theory.ANSWER_KEYS}  # its parameters
     quantum = given.get("quantum")
-    where = f"{out['policy']} with arrival {out['arrival']}, size {args.size}, cpus " \
+    stream = f"arrival {out['arrival']}" if "arrival" in out else \
+        f"{out['clients']} clients thinking {out['think']}"
+    where = f"{out['policy']} with {stream}, size {args.size}, cpus " \
         f"{args.cpus}" + (f", quantum {quantum:g} ms" if quantum is not None else "") + "".join(
             f", {k} {v}" for k, v in given.items() if k != "quantum")
     if mean is None:
@@ -605,6 +608,10 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default="fcfs")
     p.add_argument("--arrival", help="exp:MEAN (Poisson arrivals)")
     p.add_argument("--load", type=float, help="utilisation instead of --arrival")
+    p.add_argument("--clients", type=int, help="a closed system instead: N clients that each "
+                   "think, then submit one job and wait for it")
+    p.add_argument("--think", help="the clients' think time between jobs (a distribution; "
+                   "default det:0)")
     p.add_argument("--size", default="exp:1")
     p.add_argument("--cpus", type=int, default=1)
     p.add_argument("--quantile", action="append", metavar="P",

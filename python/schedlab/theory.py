@@ -106,7 +106,8 @@ COVERED: dict[str, str] = {
     "fcfs": "M/G/1 (Pollaczek-Khinchine); M/M/k (Erlang C); distribution: M/M/k (Erlang C "
             "waiting-time law), M/G/1 for every size law (P-K transform, inverted)",
     "lcfs": "M/G/1 preemptive-resume: E[S]/(1-rho); non-preemptive: as FCFS",
-    "ps": "M/G/1: E[S]/(1-rho); M/M/k-PS: as M/M/k FCFS; distribution: M/M/1 "
+    "ps": "M/G/1: E[S]/(1-rho); M/G/k-PS (any sizes: insensitive): M/M/k FCFS's mean; "
+          "distribution: M/M/1 "
           "(Coffman-Muntz-Trotter), M/D/1",
     "rr": "without a quantum: as PS; with a quantum at least the largest size: as FCFS",
     "srpt": "M/G/1 (Schrage-Miller); distribution: deterministic sizes, as FCFS",
@@ -115,7 +116,10 @@ COVERED: dict[str, str] = {
            "sizes, as FCFS",
     "fb": "M/G/1, fluid (no quantum) (Harchol-Balter ch. 33)",
     "priority": "M/G/1 by class, preemptive or not (Cobham): priority_classes()",
-    "closed": "product-form closed networks by exact MVA: mva(), machine_repairman()",
+    "closed": "product-form closed networks by exact MVA: mva(), machine_repairman(); a "
+              "closed interactive system (clients, think) on k CPUs under ps, rr without a "
+              "quantum, fcfs with exponential sizes or lcfs on one CPU: "
+              "closed_mean_response()",
     "distribution": "P(T <= x) and quantiles: response_cdf(), response_quantile(), for the "
                     "cases marked 'distribution' above",
 }
@@ -410,6 +414,11 @@ class _Size:
         return cls(_core.parse_dist(text, key))
 
     @property
+    def constant(self) -> bool:
+        """Whether every value is the same (det:X, or an empirical law of one value)."""
+        return not self.parts and len(self.xs) == 1
+
+    @property
     def largest(self) -> float:
         """The end of the support: the largest size a job can have (inf when unbounded)."""
         ends = [part.hi for _, part in self.parts] + [float(x) for x in self.xs]
@@ -609,12 +618,13 @@ class _MG1:
         return self.s.expect(getattr(self, policy))
 
 
-def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, Any]
-             ) -> tuple[str, str, str, int]:
+def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, Any],
+             first: str = "arrival") -> tuple[str, str, str, int]:
     """A question to the closed forms checked as `schedlab theory` checks it: a known policy
     (by name or alias) with only its own parameters, a quantum > 0, distributions as text (a
     bare number is a constant, as everywhere) and a whole number of CPUs. Returns the
-    policy's name, the two distributions and the CPUs; raises SpecError naming the key."""
+    policy's name, the two distributions (the first is `first`: arrival, or a closed
+    system's think) and the CPUs; raises SpecError naming the key."""
     if not isinstance(policy, str):
         raise spec_error("policy", policy, "a policy's name (schedlab policies)")
     info = find_policy(_canonical(policy))
@@ -639,15 +649,12 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
     if others:
         _core.validate({"policy": info["name"], "load": 0.5, "jobs": 1, "params": others})
     dists = []
-    for key, value in (("arrival", arrival), ("size", size)):
+    for key, value in ((first, arrival), ("size", size)):
         value = as_dist(value)
         if not isinstance(value, str):
             raise spec_error(key, value, f"a distribution ({_core.DIST_SYNTAX})")
         dists.append(value)
-    if (isinstance(cpus, bool) or not isinstance(cpus, numbers.Real)
-            or not float(cpus).is_integer() or cpus < 1):
-        raise spec_error("cpus", quoted(cpus), "a whole number >= 1")
-    return info["name"], dists[0], dists[1], int(cpus)
+    return info["name"], dists[0], dists[1], _whole(cpus, "cpus", 1)
 
 
 def _single_cpu_policy(policy: str, params: dict[str, Any], size: _Size) -> str | None:
@@ -685,9 +692,10 @@ def mean_response(policy: str, arrival: str, size: str, cpus: int = 1,
     if formula is None:
         return None
     if cpus > 1:
-        # Only M/M/k: FCFS by Erlang C, and PS (or RR without a quantum), whose number in system
-        # is the same birth-death chain.
-        if name in ("fcfs", "ps", "rr") and s.exponential:
+        # M/M/k FCFS by Erlang C; PS (or RR without a quantum), n jobs at min(1, k/n) each, is
+        # a symmetric queue: its number in system is M/M/k's birth-death chain whatever the
+        # sizes (insensitivity), so is its mean.
+        if name in ("ps", "rr") and formula == "ps" or name == "fcfs" and s.exponential:
             return mmk_mean_response(lam, 1 / s.mean, cpus)
         return None
     return float(_MG1(lam, s).mean(formula))
@@ -1224,6 +1232,51 @@ def machine_repairman(clients: int, think: float, service: float) -> dict[str, A
     return mva(clients, think, [service])
 
 
+def closed_mean_response(policy: str, clients: Any, think: Any, size: Any, cpus: Any = 1,
+                         **params: Any) -> float | None:
+    """Mean response time (thinking excluded) of a closed interactive system: `clients`
+    clients, each thinking (any law; `think` as a distribution) and then submitting one job of
+    `size` to `cpus` CPUs, or None where the system has no product form.
+
+    Exact where the CPUs are a product-form (BCMP) station, whose number of jobs is then a
+    birth-death chain (born at (N - n) / Z, dying at min(n, k) / E[S]) whatever the think
+    law: processor sharing for any sizes (and rr without a quantum, its limit), FCFS (and
+    non-preemptive LCFS) for exponential sizes, preemptive LCFS for any sizes on one CPU;
+    None where both the think time and the size are constant (the clients stay in step). The
+    response is N / X - Z (Little's law over the whole loop). With one CPU this is
+    `machine_repairman`, the exact MVA."""
+    n = _whole(clients, "clients", 1)
+    name, think, size, cpus = _checked(policy, think, size, cpus, params, first="think")
+    thinking = _Size.parse(think, "think")
+    z, s = thinking.mean, _Size.parse(size)
+    formula = _single_cpu_policy(name, params, s)
+    product_form = ((formula == "ps" and (name != "lcfs" or cpus == 1))
+                    or (formula == "fcfs" and s.exponential))
+    # Constant thinking (not 0) and sizes: clients that start together stay in step for ever,
+    # a periodic orbit, not the stationary state the chain describes.
+    if not product_form or (z > 0 and thinking.constant and s.constant):
+        return None
+    at_cpus = np.arange(n + 1)
+    busy = np.minimum(at_cpus, cpus)
+    if z == 0:  # every client is always at the CPUs
+        throughput = min(n, cpus) / s.mean
+    else:
+        # log P(n) up to a constant: the product of birth over death rates up to n.
+        steps = np.log((n - at_cpus[1:] + 1) / z) - np.log(busy[1:] / s.mean)
+        logp = np.concatenate([[0.0], np.cumsum(steps)])
+        p = np.exp(logp - logp.max())
+        throughput = float((p * busy).sum() / p.sum() / s.mean)
+    return float(n / throughput - z)
+
+
+def _whole(value: Any, key: str, least: int) -> int:
+    """A whole number >= least, or SpecError naming the key."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not float(value).is_integer() or value < least):
+        raise spec_error(key, quoted(value), f"a whole number >= {least}")
+    return int(value)
+
+
 def closed_forms() -> dict[str, str]:
     """Which policies have a closed form here, and which one (a copy of COVERED)."""
     return dict(COVERED)
@@ -1255,20 +1308,32 @@ class SpecModel:
     params: dict[str, Any]
 
 
-def spec_model(spec: dict[str, Any]) -> SpecModel | None:
-    """The queue a sim spec describes, or None when it has a key the closed forms do not
-    account for (or no arrivals to derive)."""
+# A closed interactive system's keys instead of an arrival stream's.
+CLOSED_THEORY_KEYS = THEORY_KEYS - {"arrival", "load"} | {"clients", "think"}
+
+
+def _spec_policy(spec: dict[str, Any], keys: set[str]) -> tuple[str, dict[str, Any]] | None:
+    """A sim spec's policy and its parameters, the engine's defaults included (RR's quantum
+    is 10), or None when the spec has a key outside `keys` and the policy's own."""
     try:
         info = find_policy(spec["policy"])
     except (SpecError, KeyError):
         return None
     names = {p["name"] for p in info["params"]}
     given = {**(spec.get("params") or {}), **{k: v for k, v in spec.items() if k in names}}
-    extra = set(spec) - THEORY_KEYS - names - {"params"}
+    extra = set(spec) - keys - names - {"params"}
     if extra or spec.get("context_switch"):
         return None
-    # The engine's defaults count: RR's default quantum is 10.
-    params: dict[str, Any] = {**param_defaults(info["name"]), **given}
+    return info["name"], {**param_defaults(info["name"]), **given}
+
+
+def spec_model(spec: dict[str, Any]) -> SpecModel | None:
+    """The queue a sim spec describes, or None when it has a key the closed forms do not
+    account for (or no arrivals to derive)."""
+    policy = _spec_policy(spec, THEORY_KEYS)
+    if policy is None:
+        return None
+    name, params = policy
     size = spec.get("size", "exp:1")
     if isinstance(size, int | float):
         size = f"det:{size}"
@@ -1281,7 +1346,7 @@ def spec_model(spec: dict[str, Any]) -> SpecModel | None:
             arrival = poisson_at_load(float(spec["load"]), size, cpus=cpus)
         except NO_THEORY:
             return None
-    return SpecModel(info["name"], arrival, size, cpus, params)
+    return SpecModel(name, arrival, size, cpus, params)
 
 
 def _closed_form(spec: dict[str, Any], law: Callable[..., Any], *args: Any) -> Any:
@@ -1303,8 +1368,27 @@ def _closed_form(spec: dict[str, Any], law: Callable[..., Any], *args: Any) -> A
 
 
 def spec_mean(spec: dict[str, Any]) -> float | None:
-    """The closed-form mean response time of a sim spec, or None."""
+    """The closed-form mean response time of a sim spec, or None: an open queue's, or a
+    closed interactive system's (`clients`, `think`: `closed_mean_response`)."""
+    if isinstance(spec, dict) and "clients" in spec:
+        return _closed_system_mean(spec)
     return _closed_form(spec, mean_response)
+
+
+def _closed_system_mean(spec: dict[str, Any]) -> float | None:
+    """`closed_mean_response` of a sim spec with clients, or None. A run of no more jobs than
+    clients (a batch of one-shot processes) is a transient, not the steady state it gives."""
+    policy = _spec_policy(spec, CLOSED_THEORY_KEYS)
+    jobs = spec.get("jobs")
+    if policy is None or (isinstance(jobs, numbers.Real) and jobs <= spec["clients"]):
+        return None
+    size = spec.get("size", "exp:1")
+    try:
+        return closed_mean_response(policy[0], spec["clients"], spec.get("think", "det:0"),
+                                    f"det:{size}" if isinstance(size, int | float) else size,
+                                    spec.get("cpus", 1), **policy[1])
+    except NO_THEORY:
+        return None
 
 
 def spec_quantile(spec: dict[str, Any], p: float | Any) -> float | np.ndarray | None:
@@ -1324,21 +1408,25 @@ RR_AS_FCFS = ("no job is larger than the quantum: each ends in its first turn, i
               "order, so rr is fcfs")
 QUANTILE_ALLOWED = "a probability strictly between 0 and 1, e.g. 0.99"
 # What `answer` says beside the policy's parameters.
-ANSWER_KEYS = ("policy", "arrival", "size", "cpus", "unit", "mean", "note", "quantiles")
+ANSWER_KEYS = ("policy", "arrival", "clients", "think", "size", "cpus", "unit", "mean", "note",
+               "quantiles")
 
 
 def answer(policy: Any = "fcfs", size: str = "exp:1", *, arrival: str | None = None,
            load: float | None = None, cpus: int = 1, quantiles: Any = (),
-           **params: Any) -> dict[str, Any]:
+           clients: int | None = None, think: Any = None, **params: Any) -> dict[str, Any]:
     """`schedlab theory` from Python (as `schedlab.theory(...)`): the closed-form mean
     response time and the quantiles asked for, in ms, as `schedlab theory --json` prints them:
     `mean` (None where there is no closed form), `quantiles` (`{"p99": ...}`, each None where
     the response time has no known law), the arrival law (`load` gives Poisson arrivals at
     that utilisation), the policy's parameters, and a `note` where the answer is a limit.
     `policy` is a name, `"rr:quantum=5"` or a `schedlab.policies` object, as `simulate` takes;
-    `quantiles` one probability or several (a list, a tuple, an array).
+    `quantiles` one probability or several (a list, a tuple, an array). `clients` (and
+    `think`, default det:0) instead of an arrival law: a closed interactive system
+    (`closed_mean_response`), whose response-time distribution has no closed form here.
 
         schedlab.theory("srpt", "exp:1", load=0.9, quantiles=[0.99])
+        schedlab.theory("ps", "det:250", clients=7, think="uniform:9,11", cpus=2)
     """
     given = Params()
     name = given.of_policy(policy)
@@ -1348,6 +1436,9 @@ def answer(policy: Any = "fcfs", size: str = "exp:1", *, arrival: str | None = N
     given.give({k: v for k, v in params.items() if v is not None}, "its own key")
     params = dict(sorted(given.values.items()))
     probabilities = _probabilities(quantiles)
+    if clients is not None or think is not None:
+        return _closed_answer(name, size, cpus, clients, think, arrival, load, probabilities,
+                              params)
     if load is not None and arrival is not None:
         raise spec_error("load", quoted(load), "either load or arrival, not both")
     if load is not None:
@@ -1374,6 +1465,30 @@ def answer(policy: Any = "fcfs", size: str = "exp:1", *, arrival: str | None = N
     if probabilities:
         out["quantiles"] = {f"p{100 * q:.10g}": None if values is None else float(values[i])
                             for i, q in enumerate(probabilities)}
+    return out
+
+
+def _closed_answer(name: str, size: Any, cpus: Any, clients: Any, think: Any, arrival: Any,
+                   load: Any, probabilities: list[float], params: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """`answer` for a closed interactive system: clients that think, not an arrival law."""
+    for key, value in (("arrival", arrival), ("load", load)):
+        if value is not None:
+            raise spec_error(key, quoted(value), "nothing beside clients: a closed system's "
+                             "clients make its arrivals (give clients and think, or an "
+                             "arrival law)")
+    if clients is None:
+        raise spec_error("think", quoted(think), "think beside clients: the time each of a "
+                         "closed system's clients thinks between its jobs")
+    think = as_dist("det:0" if think is None else think)
+    mean = closed_mean_response(name, clients, think, size, cpus, **params)
+    out: dict[str, Any] = {"policy": name, "clients": int(clients), "think": think,
+                           "size": as_dist(size), "cpus": int(cpus), "unit": "ms",
+                           "mean": mean, **params}
+    if find_policy(name)["name"] == "rr" and "quantum" not in params and mean is not None:
+        out["note"] = RR_LIMIT
+    if probabilities:
+        out["quantiles"] = {f"p{100 * q:.10g}": None for q in probabilities}
     return out
 
 
