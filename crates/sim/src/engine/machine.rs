@@ -666,6 +666,9 @@ impl balance::View for Engine<'_> {
                     .policy
                     .dequeue(&self.jobs[job.index()].view, now, Dequeue::Migrate);
             self.unqueue(job);
+            // Its time queued here is wait too: `enqueue` starts its wait anew on `to`.
+            let j = &mut self.jobs[job.index()];
+            j.waited += now - j.ready_since;
             carry
         };
         self.set_runnable(from, -1, w);
