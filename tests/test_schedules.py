@@ -191,6 +191,22 @@ def test_mlfq_preempted_job_keeps_the_rest_of_its_slice(write_trace):
     assert segments(r)[4:9] == [(0, 4, 5), (2, 5, 6), (2, 6, 7), (0, 7, 16), (1, 16, 26)]
 
 
+def test_mlfq_boost_gives_every_job_a_new_top_level_slice(write_trace):
+    # Quanta 1, 2, 4, a boost every 5 (taken at the first scheduling event at or after it). A
+    # (20) runs 0-1 at the top, 1-3 at level 1, and from 3 at the bottom until B (2) arrives
+    # at 3.5: A has used 0.5 of its 4 slice. B runs 3.5-4.5 at the top, 4.5-5.5 at level 1.
+    # C (3) arrives at 5.2: the boost puts A (queued) at the top and B (running) finishes.
+    # A's turn at the top is a whole quantum, 5.5-6.5, not the 0.5 its old slice had left
+    # (which let C in at 6 and gave A a second turn at the top); then C 6.5-7.5, A 7.5-9.5
+    # and C 9.5-11.5 at level 1.
+    r = run(write_trace, "mlfq", [(0, 20), (3.5, 2), (5.2, 3)], quanta=[1, 2, 4],
+            boost_period=5)
+    assert segments(r)[:9] == [(0, 0, 1), (0, 1, 3), (0, 3, 3.5), (1, 3.5, 4.5),
+                               (1, 4.5, 5.5), (0, 5.5, 6.5), (2, 6.5, 7.5), (0, 7.5, 9.5),
+                               (2, 9.5, 11.5)]
+    assert completions(r) == {0: 25.0, 1: 5.5, 2: 11.5}
+
+
 def test_priority_with_a_quantum_preempted_job_resumes_first_with_its_rest(write_trace):
     # Quantum 4. A (10) and B (6) at priority 1, H (2) at priority 0 arriving at 3. A runs 0-3
     # and is preempted; H runs 3-5; A resumes ahead of B with the 1 left of its quantum (5-6),

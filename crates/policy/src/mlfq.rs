@@ -1,7 +1,8 @@
 //! Multi-level feedback queue (as in OSTEP): new jobs enter the top level; a job that uses up
 //! its allotment at a level moves down; round robin within a level; a job at a higher level
 //! preempts, and the preempted job resumes first at its level with the rest of its slice; every
-//! `boost_period` ms all jobs return to the top, so none starves.
+//! `boost_period` ms all jobs return to the top with a new slice, so none starves (the boost
+//! is taken at the first scheduling event at or after its time).
 
 use crate::keyed::SliceUse;
 use crate::{
@@ -153,10 +154,14 @@ impl Mlfq {
         }
         s
     }
-    fn maybe_boost(&mut self, now: f64) {
-        let Some(period) = self.boost else { return };
+    /// The boost, if one is due: every queued job to the top level with a new slice (a
+    /// preempted job does not keep the rest of its old level's slice). Whether it happened.
+    fn maybe_boost(&mut self, now: f64) -> bool {
+        let Some(period) = self.boost else {
+            return false;
+        };
         if now < self.next_boost {
-            return;
+            return false;
         }
         self.epoch += 1;
         self.next_boost = (now / period).floor() * period + period;
@@ -166,8 +171,10 @@ impl Mlfq {
         }
         for id in order {
             self.current(id);
+            self.slices.enqueue(id, Enqueue::Expired);
             self.queues[0].push_back(id);
         }
+        true
     }
     fn level_of(&self, id: JobId) -> usize {
         match self.state.get(id.index()) {
@@ -209,7 +216,9 @@ impl Policy for Mlfq {
             _ => why,
         };
         self.slices.enqueue(job.id, why);
-        self.maybe_boost(now);
+        if self.maybe_boost(now) {
+            self.slices.enqueue(job.id, Enqueue::Expired);
+        }
         let level = self.current(job.id).level;
         if matches!(why, Enqueue::Preempted { .. }) {
             self.queues[level].push_front(job.id);
@@ -235,7 +244,7 @@ impl Policy for Mlfq {
         }
     }
     fn pick_next(&mut self, now: f64) -> Option<JobId> {
-        self.maybe_boost(now);
+        let _ = self.maybe_boost(now);
         self.queues.iter_mut().find_map(|q| q.pop())
     }
     fn slice(&self, job: &JobView, _: f64) -> Option<f64> {
