@@ -191,9 +191,31 @@ def run_notes(s: dict[str, Any], spec: dict[str, Any] | None = None) -> list[str
         notes.append(f"WARNING: precision {s['precision']:g} not reached "
                      f"({s.get('response_mean_precision', float('nan')):.2%} at the cap); "
                      f"raise {'max_jobs' if s.get('world', 'sim') == 'sim' else 'max_time'}")
+    if spec is not None and (warning := saturation_warning(s, spec)):
+        notes.append(warning)
     if spec is not None and (warning := slowdown_warning(spec)):
         notes.append(warning)
     return notes
+
+
+# Machine costs that add CPU time to an open workload's offered load, and their neutral values.
+MACHINE_COSTS = {"service_scale": 1, "service_offset": 0, "context_switch": 0, "start_cost": 0,
+                 "end_cost": 0, "turn_cost": 0, "migration_cost": 0, "dispatcher_cost": 0}
+
+
+def saturation_warning(s: dict[str, Any], spec: dict[str, Any]) -> str | None:
+    """A warning when machine costs kept an open workload's CPUs busy for the whole measured
+    interval: a system at or past saturation, whose means grow with the run's length (the
+    load itself is refused at 1 and more; the costs of switches depend on the schedule)."""
+    costs = [k for k, neutral in MACHINE_COSTS.items()
+             if spec.get(k) is not None and spec[k] != neutral]
+    load, busy = s.get("offered_load"), s.get("utilization")
+    if not (costs and finite_number(load) and finite_number(busy) and busy >= 0.999):
+        return None
+    return (f"WARNING: the CPUs were busy for the whole measured interval (utilisation "
+            f"{busy:.4g} at an offered load of {load:.4g}): with {', '.join(costs)} the open "
+            "system is saturated, has no steady state and its means grow with the run's "
+            "length; lower the load or the costs")
 
 
 def replication_warnings(summaries: list[dict[str, Any]],

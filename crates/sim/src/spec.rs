@@ -402,6 +402,14 @@ fn cpu_text(text: &str, cpus: usize) -> Option<Vec<u32>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// The mean time between an open workload's arrivals (1 otherwise: unused).
+fn open_arrival_mean(w: &Workload) -> f64 {
+    match w {
+        Workload::Open { arrival } => arrival.mean(),
+        _ => 1.0,
+    }
+}
+
 /// A number as a message shows it: `1e308`, not its 309 digits.
 fn short_number(x: f64) -> String {
     if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&x.abs()) {
@@ -513,6 +521,17 @@ impl SimSpec {
             ));
         }
         let warmup_time = non_negative("warmup_time", self.warmup_time, 0.0)?;
+        if let Some(t) = time.filter(|&t| warmup_time >= t) {
+            return Err(err(
+                "warmup_time",
+                short_number(warmup_time),
+                &format!(
+                    "less than time ({}): a job that arrives before it is not measured, and \
+                     none arrives after the run",
+                    short_number(t)
+                ),
+            ));
+        }
         if self.jobs == Some(0) {
             return Err(err("jobs", 0, "a whole number >= 1"));
         }
@@ -652,6 +671,28 @@ impl SimSpec {
                         )
                     ),
                     "a load < 1 for an open system; set allow_unstable to run it anyway",
+                ));
+            }
+            // The CPU time a job takes, `service_scale * size + service_offset`: the load the
+            // machine sees (checked here for its sign and finiteness only as far as it needs).
+            let scale = self.service_scale.filter(|x| x.is_finite() && *x > 0.0);
+            let offset = self.service_offset.filter(|x| x.is_finite());
+            let per_job = offset.unwrap_or(0.0) / (open_arrival_mean(&workload) * cpus as f64);
+            let machine = rho * scale.unwrap_or(1.0) + per_job;
+            if machine >= 1.0 && rho < 1.0 && !self.allow_unstable.unwrap_or(false) {
+                let (key, value) = match scale {
+                    Some(s) if s > 1.0 || offset.is_none() => ("service_scale", s),
+                    _ => ("service_offset", offset.unwrap_or(0.0)),
+                };
+                return Err(err(
+                    key,
+                    short_number(value),
+                    &format!(
+                        "a machine load < 1 for an open system: load {} becomes {machine:.4} of \
+                         the CPUs' time with service_scale and service_offset; set \
+                         allow_unstable to run it anyway",
+                        short_number(rho)
+                    ),
                 ));
             }
         }

@@ -288,7 +288,31 @@ struct Engine<'a> {
 }
 
 pub fn run(cfg: &Config) -> Result<Output, SpecError> {
-    run_with_warmup(cfg, warmup_jobs(cfg)?)
+    let warmup = warmup_jobs(cfg)?;
+    let out = run_with_warmup(cfg, warmup)?;
+    let s = &out.summary;
+    let warmed = warmup > 0 || cfg.warmup_time > 0.0;
+    if warmed && s.jobs == 0 && !s.measure_start.is_finite() {
+        // Every job arrived inside the warm-up: the measured interval is empty, every number
+        // of the summary would be NaN, and its warm-up count says nothing of the jobs a
+        // warm-up time discarded. (A run whose measured jobs outlast it completes none, but
+        // its interval and its tasks' shares are there.)
+        let (key, value) = if cfg.warmup_time > 0.0 {
+            ("warmup_time", cfg.warmup_time.to_string())
+        } else {
+            ("warmup", warmup.to_string())
+        };
+        return Err(SpecError::new(
+            key,
+            value,
+            format!(
+                "a warm-up that ends before the run does: every job arrived inside it, so \
+                 none was measured (the run ended at {} ms)",
+                (s.sim_time * 1e6).round() / 1e6
+            ),
+        ));
+    }
+    Ok(out)
 }
 
 /// The number of jobs a run of `cfg` discards: the one given, or the one its pilot runs find
