@@ -119,6 +119,9 @@ SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
 # run is the kernel's own policy (without it a run models the user-space dispatcher),
 # `enforce` is checked against the calibrated configuration.
 OS_KEYS = ("sched", "enforce")
+# The simulator's machine keys a profile may set to what it measured.
+MEASURED_KEYS = ("service_scale", "service_offset", "start_cost", "end_cost", "turn_cost",
+                 "context_switch", "migration_cost", "dispatch_delay", "idle_wake", "wake_delay")
 ALLOWED = "a machine profile written by `schedlab calibrate`"
 # What a profile holds, said after what is wrong with the file given.
 FORMAT_HELP = ("a profile is TOML: [profile] format = 1, world = \"server\" or \"os\", and a "
@@ -400,5 +403,29 @@ def apply(spec: dict[str, Any], base_dir: Path | None = None,
             notes.append(f"calibrated with {k} = {calibrated[k]}, modelled for {spec[k]}")
     for k in SERVER_KEYS + OS_KEYS:
         spec.pop(k, None)
+    for k, (given, measured) in _replaced(spec, terms).items():
+        notes.append(f"{k} = {given} (given) is the profile's {measured:.4g} here: a "
+                     "calibrated run models what was measured")
     spec.update(terms)
     return spec, notes
+
+
+def _replaced(spec: dict[str, Any], terms: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The spec's machine keys that the profile's terms set otherwise: key -> (given,
+    measured)."""
+    return {k: (spec[k], terms[k]) for k in MEASURED_KEYS
+            if k in spec and k in terms and spec[k] != terms[k]}
+
+
+def replaced(spec: dict[str, Any], base_dir: Path | None = None,
+             key: str = "profile") -> dict[str, tuple[Any, Any]]:
+    """The machine keys of a spec with a profile that the profile sets to something else:
+    key -> (given, measured). A run given both is refused (`schedlab sim`, `simulate`); a
+    calibrated world of an experiment file, whose keys are the ideal model's too, drops them
+    with a note."""
+    spec = dict(spec)
+    path = Path(spec.pop(key))
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    terms, _ = model_terms(load(path, key), spec)
+    return _replaced(spec, terms)

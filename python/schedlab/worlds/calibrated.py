@@ -82,8 +82,11 @@ def _core_spec(spec: dict[str, Any]) -> dict[str, Any]:
         raise spec_error("profile", "(missing)", NO_PROFILE)
     if needs_calibration(spec):
         # Checked as the ideal model until the profile exists.
-        spec = {k: v for k, v in spec.items() if k != "profile" and k not in PENDING_KEYS}
-    return spec
+        return {k: v for k, v in spec.items() if k != "profile" and k not in PENDING_KEYS}
+    # The file's machine keys that the profile measured are the ideal model's (the
+    # translation's notes say so): the profile's values replace them.
+    replaced = profile.replaced(spec)
+    return {k: v for k, v in spec.items() if k not in replaced}
 
 
 def warmup(spec: dict[str, Any]) -> int:

@@ -278,6 +278,10 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("profile") is not None:
         from schedlab import profile  # a TOML file and the server's cost model: on use
 
+        for key, (given, measured) in profile.replaced(spec).items():
+            raise spec_error(key, quoted(given), f"nothing beside profile, which sets {key} "
+                             f"to what it measured ({measured:.4g}); leave the profile out to "
+                             f"model {key} = {given}")
         spec, _notes = profile.apply(spec)
     core = flat_spec(**spec)
     check_native("sim", KEYS, NATIVE_KEYS, core)
