@@ -224,9 +224,12 @@ def load_results(directory: str | Path) -> Results:
                          f"{counts.get('done', 0)} of {len(ids)}"
                          " runs done; rerun `schedlab run` to finish it)")
 
-    def read(name: str) -> pd.DataFrame:
+    def read(name: str, required: bool = False) -> pd.DataFrame:
         p = d / name
         if not (p.exists() and p.stat().st_size):
+            if required:  # a sweep killed while writing its combined tables
+                raise spec_error("results", str(d), f"a finished sweep ({name} is missing or "
+                                 "empty; rerun `schedlab run` to write it again)")
             return pd.DataFrame()
         try:
             return pd.read_parquet(p)
@@ -234,6 +237,6 @@ def load_results(directory: str | Path) -> Results:
             raise spec_error("results", str(d), f"a directory written by `schedlab run` ({name} "
                              f"is damaged: {type(e).__name__}: {e})") from None
 
-    return Results(d, manifest, read("summaries.parquet"), read("stats.parquet"),
+    return Results(d, manifest, read("summaries.parquet", True), read("stats.parquet", True),
                    read("classes.parquet"), read("tasks.parquet"), read("timing.parquet"),
                    read("skipped.parquet"))
