@@ -107,7 +107,14 @@ def _check_outputs(paths: dict[str, str | None]) -> None:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
+    import signal
+
     from schedlab.jsonio import dumps
+
+    # The core runs without Python's lock, so Python's Ctrl-C handler would wait for the whole
+    # run: the default action ends the process at once (every output is written whole at the
+    # end, so nothing is left half-written).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     spec = spec_from_args(args, native_keys(sim_world))
     outputs = {key: getattr(args, f"{key}_out") for key in TABLE_OUTPUTS}
