@@ -1433,6 +1433,9 @@ def answer(policy: Any = "fcfs", size: str = "exp:1", *, arrival: str | None = N
     if not isinstance(name, str) or "," in name:
         raise spec_error("policy", quoted(name), "one policy's name (schedlab policies)")
     find_policy(name)  # an unknown name is bad input; a known one may lack a formula
+    if "quantile" in params:  # the command line's --quantile, one or several
+        raise spec_error("quantile", quoted(params["quantile"]), "quantiles=: in Python the "
+                         "probabilities come as quantiles (one, or a list)")
     given.give({k: v for k, v in params.items() if v is not None}, "its own key")
     params = dict(sorted(given.values.items()))
     probabilities = _probabilities(quantiles)
