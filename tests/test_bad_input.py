@@ -133,6 +133,17 @@ BAD = [
     (["calibrate", "server", "--out", "p.toml", "--packet", "0"], "packet"),
     (["quickstart", "--jobs", "-1"], "jobs"),
     (["quickstart", "--replications", "0"], "replications"),
+    # A warm-up that every job falls in measures nothing (the summary said "warm-up: 0 jobs,
+    # measured from inf ms" and exited 0).
+    (["sim", "--load", "0.5", "--jobs", "2000", "--warmup-time", "1e9"], "warmup_time"),
+    (["sim", "--load", "0.5", "--time", "1000", "--warmup-time", "2000"], "warmup_time"),
+    (["sim", "--clients", "2", "--size", "det:1", "--time", "10", "--warmup", "100"], "warmup"),
+    # Machine costs that take an open system past saturation (its mean grew with the run).
+    (["sim", "--service-scale", "1.5", "--load", "0.8", "--jobs", "200"], "service_scale"),
+    (["sim", "--service-offset", "0.3", "--load", "0.8", "--jobs", "200"], "service_offset"),
+    # A machine key the profile sets too (the profile's value won, without a word).
+    (["sim", "--load", "0.5", "--jobs", "200", "--profile",
+      str(ROOT / "docs" / "server-profile.toml"), "--context-switch", "50"], "context_switch"),
 ]
 
 
@@ -914,3 +925,74 @@ def test_a_value_the_sweep_replaces_is_checked_all_the_same():
     fine = experiment.load({**base, "policy": [{"name": "fcfs"}, {"name": "rr", "quantum": 3}]})
     assert [r.spec["params"].get("quantum") for r in fine.runs if r.spec["policy"] == "rr"] \
         == [1, 2]
+
+
+def test_what_a_run_cannot_measure_is_said_and_what_a_user_gave_is_not_dropped(tmp_path):
+    import signal
+    import time
+
+    import schedlab
+    from schedlab import summary_rows
+
+    # Switching costs that saturate an open system are only known from the schedule: a
+    # warning (the mean grows with the run), where the load alone is fine.
+    r = schedlab.simulate("rr", cpus=2, context_switch=0.5, load=0.7, jobs=5_000)
+    assert r.summary["utilization"] >= 0.999
+    assert sum("with context_switch the open system is saturated" in n for n in r.notes) == 1
+    assert summary_rows.saturation_warning(
+        schedlab.simulate("rr", cpus=2, context_switch=0.001, load=0.7, jobs=5_000).summary,
+        {"context_switch": 0.001}) is None
+    # A profile from Python: refused beside a key it sets, as on the command line.
+    profile = str(ROOT / "docs" / "server-profile.toml")
+    with pytest.raises(schedlab.SpecError, match=r"^start_cost = 50: expected nothing beside "
+                       r"profile, which sets start_cost to what it measured"):
+        schedlab.simulate("rr", quantum=1, load=0.5, jobs=500, size="det:5", profile=profile,
+                          start_cost=50)
+    # In an experiment file the key is the ideal model's too: the calibrated world takes the
+    # profile's value and says so; the sim world keeps the file's.
+    base = {"experiment": {"name": "cs", "world": ["sim", "calibrated"], "seed": 3},
+            "workload": {"load": 0.5, "size": "det:5", "jobs": 2_000},
+            "machine": {"profile": profile},
+            "policy": [{"name": "rr", "quantum": 1}]}
+    with_key = {**base, "machine": {**base["machine"], "context_switch": 5}}
+    a = schedlab.run(base, out=tmp_path / "a").summaries.set_index("world")
+    b = schedlab.run(with_key, out=tmp_path / "b")
+    notes = " ".join(b.manifest["notes"]["calibrated"])
+    assert "context_switch = 5 (given) is the profile's" in notes
+    b = b.summaries.set_index("world")
+    assert b.loc["calibrated", "response_mean"] == a.loc["calibrated", "response_mean"]
+    assert b.loc["sim", "response_mean"] > 2 * a.loc["sim", "response_mean"]
+    # A results directory without its stats table (a sweep killed while writing it): one
+    # line, exit 2, not a traceback.
+    (tmp_path / "a" / "stats.parquet").unlink()
+    out = subprocess.run([SCHEDLAB, "report", str(tmp_path / "a")], capture_output=True,
+                         text=True, timeout=60, env=cli_env())
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "stats.parquet is missing or empty; rerun `schedlab run`" in out.stderr
+    # theory's probabilities are `quantiles` in Python: `quantile` is told so, not that the
+    # policy has no such parameter.
+    with pytest.raises(schedlab.SpecError, match="quantile = 0.99: expected quantiles="):
+        schedlab.theory("fcfs", "exp:1", load=0.9, quantile=0.99)
+    # Ctrl-C stops `schedlab sim` at once: the core runs outside Python's lock, and the run
+    # below takes minutes.
+    run = subprocess.Popen([SCHEDLAB, "sim", "--policy", "rr", "--quantum", "0.01", "--load",
+                            "0.9", "--jobs", "100000000"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, env=cli_env())
+    time.sleep(2.0)  # most likely past the imports, into the run
+    run.send_signal(signal.SIGINT)
+    # Killed by the signal in the run (130 from the "interrupted" line if it came earlier);
+    # ignored, the run would go on for minutes.
+    assert run.wait(timeout=30) in (-signal.SIGINT, 130)
+    assert run.stdout.read() == b""
+
+
+def test_with_a_dispatch_delay_littles_law_counts_jobs_at_the_machine():
+    # A job reaches the machine d after it is sent; its response counts d; the jobs present
+    # are those at the machine: L = lambda (W - d) (docs/simulator.md).
+    import schedlab
+
+    s = schedlab.simulate("fcfs", load=0.5, size="exp:1", dispatch_delay=0.2, jobs=200_000,
+                          seed=3).summary
+    assert s["mean_in_system"] == pytest.approx(
+        s["arrival_rate"] * (s["response_mean"] - 0.2), rel=0.01)
+    assert abs(s["mean_in_system"] - s["arrival_rate"] * s["response_mean"]) > 0.05
