@@ -528,3 +528,28 @@ def test_a_batch_of_one_shot_processes_has_no_interval_from_one_run(tmp_path):
                          capture_output=True, text=True, env=cli_env(), check=True).stdout
     assert "fcfs, ps: a batch of one-shot processes" in " ".join(out.lower().split())
     assert "too short to find" not in out
+
+
+def test_batches_asked_for_give_the_means_interval_in_every_interface(tmp_path):
+    # batches = 5: Student's t over the 5 batch means, centred on the mean of every job. An
+    # experiment file's statistics did so; simulate and schedlab sim kept their own batches
+    # ("15 batches of 128 jobs"): one key, two intervals for one run.
+    from scipy import stats
+
+    r = schedlab.simulate("fcfs", load=0.5, jobs=2000, seed=11, batches=5)
+    s, means = r.summary, np.array(r.summary["response_batch_means"])
+    half = stats.t.ppf(0.975, 4) * means.std(ddof=1) / math.sqrt(5)
+    assert s["response_mean_ci"] == pytest.approx(
+        [s["response_mean"] - half, s["response_mean"] + half], rel=1e-12)
+    assert (s["ci_batches"], s["ci_batch_size"]) == (5, 400)
+    res = schedlab.run({"experiment": {"name": "b5", "seed": 3, "batches": 5},
+                        "workload": {"load": 0.5, "jobs": 2000}, "policy": [{"name": "fcfs"}]},
+                       out=tmp_path / "b5")
+    seed = int(res.summaries["seed"].iloc[0])
+    row = res.metric("response_mean").iloc[0]
+    one = schedlab.simulate("fcfs", load=0.5, jobs=2000, seed=seed, batches=5).summary
+    assert [row["ci_low"], row["ci_high"]] == pytest.approx(one["response_mean_ci"], rel=1e-9)
+    out = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--jobs", "2000", "--seed", "11",
+                          "--batches", "5"], capture_output=True, text=True, env=cli_env(),
+                         check=True).stdout
+    assert "95% intervals from 5 batches of 400 jobs" in " ".join(out.split())

@@ -402,11 +402,11 @@ _PROBE_SPECS = (
 
 @cache
 def _count_rule(key: str, in_class: bool = False) -> str | None:
-    """The simulator's own rule for a count it refuses at 0 (jobs: "a whole number >= 1"),
-    so that a negative count is not told ">= 0" and then, at 0, ">= 1". Asked of the core
-    with 0 and 1 in a spec that takes 1 (in a class of two, for a class's count: a class may
-    have no clients): a rule that refuses 1 in every such spec depends on other keys and is
-    not given here."""
+    """The simulator's own rule for a count it refuses at 0 (jobs: "a whole number >= 1"; at
+    1 too, batches: ">= 2"), so that a negative count is not told ">= 0" and then, at 0,
+    ">= 1". Asked of the core with the least value a spec takes (1, else 2) and the one below
+    (in a class of two, for a class's count: a class may have no clients): a rule that
+    refuses 2 in every such spec depends on other keys and is not given here."""
     validate, bases = _core.validate, _PROBE_SPECS
     if key not in (_core.SIM_CLASS_KEYS if in_class else _core.SIM_KEYS):
         if in_class or key not in dict(_core.SERVE_KEYS):
@@ -425,8 +425,9 @@ def _count_rule(key: str, in_class: bool = False) -> str | None:
         return None
 
     for base in bases:
-        if refusal(base, 1) is None:
-            return refusal(base, 0) or None
+        for least in (1, 2):
+            if refusal(base, least) is None:
+                return refusal(base, least - 1) or None
     return None
 
 

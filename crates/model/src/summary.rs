@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::balance::{balance, Balance, LoadSamples};
-use crate::output::{Interval, MeanSeries, SeriesStats};
+use crate::output::{lag1, t_quantile, Interval, MeanSeries, SeriesStats};
 use crate::stats::{jain, Moments, Quantiles};
 
 /// The quantiles every summary reports.
@@ -316,6 +316,22 @@ pub struct Summary {
     pub contended_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contended_end: Option<String>,
+}
+
+/// Student's t over `means` (batches of the run's jobs, every job in one), centred on the run's
+/// `mean`; `uncorrelated` where the means pass the lag-1 test (at least 3 of them).
+fn interval_of_batch_means(means: &[f64], mean: f64, size: u64) -> Interval {
+    let k = means.len();
+    let m = means.iter().sum::<f64>() / k as f64;
+    let var = means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1) as f64;
+    let half = t_quantile(k - 1) * (var / k as f64).sqrt();
+    Interval {
+        low: mean - half,
+        high: mean + half,
+        batches: k,
+        batch_size: size,
+        uncorrelated: lag1(means) < 1.645 / (k as f64).sqrt(),
+    }
 }
 
 /// An interval `[low, high]` as a list, like every other list of the summary (serde writes a
@@ -655,9 +671,18 @@ impl Summarizer {
             self.slowdown_series = MeanSeries::default();
             self.gaps = MeanSeries::default();
         }
-        let rmean = self
-            .response_series
-            .mean_interval(self.response.mean_or_nan());
+        // Batches the run was asked for (key `batches`) give the mean's interval, as an
+        // experiment file's statistics take it: one key, one interval in every interface.
+        let rmean = if self.batch_size > 0 && self.batch_means.len() >= 2 && !one_shot_batch {
+            interval_of_batch_means(
+                &self.batch_means,
+                self.response.mean_or_nan(),
+                self.batch_size,
+            )
+        } else {
+            self.response_series
+                .mean_interval(self.response.mean_or_nan())
+        };
         // The precision is the estimator's spread, taken before the intervals are cut at 0.
         let response_mean_precision = rmean.half_width() / self.response.mean_or_nan().abs();
         let rmean = rmean.at_least(0.0);

@@ -768,29 +768,34 @@ impl SimSpec {
                 max_jobs: max.unwrap_or(DEFAULT_MAX_JOBS),
             }),
         };
-        let batches = match (self.batches, self.jobs) {
-            (None, _) => 0,
-            (Some(0), _) => return Err(err("batches", 0, "a whole number >= 1")),
-            // A run until precise measures as many jobs as it takes: `jobs` is its least.
-            (Some(b), _) if precision.is_some() => {
-                return Err(err(
+        let batches =
+            match (self.batches, self.jobs) {
+                (None, _) => 0,
+                (Some(b), _) if b < 2 => return Err(err(
                     "batches",
                     b,
-                    "no precision as well: a run until precise has no number of jobs to split",
-                ))
-            }
-            (Some(b), Some(j)) if u64::from(b) <= j => u64::from(b),
-            (Some(b), Some(j)) => {
-                return Err(err("batches", b, &format!("at most jobs ({j}) batches")))
-            }
-            (Some(b), None) => {
-                return Err(err(
-                    "batches",
-                    b,
-                    "jobs as well: batches split the measured jobs",
-                ))
-            }
-        };
+                    "a whole number >= 2: the mean's interval is Student's t over the batch means",
+                )),
+                // A run until precise measures as many jobs as it takes: `jobs` is its least.
+                (Some(b), _) if precision.is_some() => {
+                    return Err(err(
+                        "batches",
+                        b,
+                        "no precision as well: a run until precise has no number of jobs to split",
+                    ))
+                }
+                (Some(b), Some(j)) if u64::from(b) <= j => u64::from(b),
+                (Some(b), Some(j)) => {
+                    return Err(err("batches", b, &format!("at most jobs ({j}) batches")))
+                }
+                (Some(b), None) => {
+                    return Err(err(
+                        "batches",
+                        b,
+                        "jobs as well: batches split the measured jobs",
+                    ))
+                }
+            };
         Ok(Config {
             policy: info.name.to_string(),
             params,
