@@ -25,7 +25,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    create_model,
+)
 
 from schedlab import worlds
 from schedlab._core import SpecError
@@ -105,19 +114,23 @@ class ExperimentFields(Strict):
         "server (real file server), os (real Linux processes); a list runs every point in each "
         "world, same seeds, for side-by-side reports")
     description: str = Field("", description="one paragraph shown at the top of the report")
-    seed: int = Field(1, ge=0, description="experiment seed; replication r of every point and "
-                      "policy runs with a seed derived from (seed, r): common random numbers")
-    replications: int = Field(1, ge=1, le=MAX_REPLICATIONS,
-                              description="independent runs per sweep point and policy")
-    confidence: float = Field(0.95, gt=0, lt=1, description="level of confidence intervals")
+    # Strict: true, "7" or 1.0 were read as seeds and counts; the simulator's keys refuse them.
+    seed: StrictInt = Field(1, ge=0, description="experiment seed; replication r of every point "
+                            "and policy runs with a seed derived from (seed, r): common random "
+                            "numbers")
+    replications: StrictInt = Field(1, ge=1, le=MAX_REPLICATIONS,
+                                    description="independent runs per sweep point and policy")
+    confidence: StrictFloat = Field(0.95, gt=0, lt=1,
+                                    description="level of confidence intervals")
     keep_jobs: StrictBool | Literal["first"] = Field(
         "first", description="store per-job tables: true (every run), \"first\" (replication 0 "
         "of each point and policy) or false")
     keep_schedule: StrictBool | Literal["first"] = Field(
         False, description="store run segments for the Gantt chart (small runs only): true, "
         "\"first\" or false")
-    job_rows: int = Field(100_000, ge=0, description="at most this many per-job rows stored per "
-                          "run, an even systematic sample in arrival order; 0 = all")
+    job_rows: StrictInt = Field(100_000, ge=0, description="at most this many per-job rows "
+                                "stored per run, an even systematic sample in arrival order; "
+                                "0 = all")
     unit: str = Field("ms", min_length=1, max_length=16, description="the unit of the file's "
                       "times (sizes, think and arrival times, quanta, time) and so of every "
                       "time in its tables and plots: ms, or in the simulator, whose times are "
@@ -185,7 +198,7 @@ def _models() -> dict[str, type[BaseModel]]:
 
     def world_table(world: str) -> type[BaseModel]:
         fields: dict[str, Any] = {
-            "replications": (int | None, Field(None, ge=1, le=MAX_REPLICATIONS,
+            "replications": (StrictInt | None, Field(None, ge=1, le=MAX_REPLICATIONS,
                                                description=RUN_LENGTH["replications"]))}
         fields.update({k: (Any, Field(None, description=h)) for k, h in RUN_LENGTH.items()
                        if k != "replications"})
@@ -313,6 +326,10 @@ def _expected(err: Any) -> str:
         return "true or false"
     if err["type"] == "string_too_short":
         return "text, not empty"
+    if err["type"] == "int_type":
+        return "a whole number"
+    if err["type"] == "float_type":
+        return "a number"
     msg = err["msg"]
     for head in ("Input should be ", "Value should be ", "Value error, "):
         msg = msg.removeprefix(head)
@@ -348,7 +365,8 @@ def _given(value: Any, key: str) -> str:
     boolean (its form in the vocabulary; every policy parameter does) keeps its quotes
     (`jobs = "300"`), so that the reader sees why 300 was refused."""
     spec = KEYS.get(key) or CLASS_KEYS.get(key)
-    numeric = spec.form not in TEXT_FORMS if spec is not None else key in _param_names()
+    numeric = spec.form not in TEXT_FORMS if spec is not None else (
+        key in _param_names() or key in ("replications", "confidence", "job_rows"))
     return _short(json.dumps(value) if isinstance(value, str) and numeric else value)
 
 
