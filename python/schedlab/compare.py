@@ -197,9 +197,14 @@ def compare(policy: Any, *, replications: int = 1, workers: int | None = None,
                "its own key")
     shared = given.values
     for key, value in shared.items():
-        if not any(key in _param_names(n) for n, _ in policies):
+        takers = [(n, p) for n, p in policies if key in _param_names(n)]
+        if not takers:
             names = ", ".join(n for n, _ in policies)
             raise spec_error(key, value, f"a parameter of one of the policies compared ({names})")
+        if all(key in p for _, p in takers):  # each gives its own: the value would reach none
+            owners = ", ".join(f"{n}:{key}={p[key]}" for n, p in takers)
+            raise spec_error(key, value, f"a policy that takes it: {owners} gives its own "
+                             f"(give {key} once per policy)")
     labels, specs = [], []
     for name, params in policies:
         own = {k: v for k, v in shared.items() if k in _param_names(name)}
