@@ -30,6 +30,9 @@ BAD = [
     (["sim", "--policy", "fcfs,nosuch", "--load", "0.5"], "policy"),
     (["sim", "--policy", "fcfs,rr:colour=5", "--load", "0.5"], "policy"),
     (["sim", "--policy", "fcfs,sjf", "--quantum", "2", "--load", "0.5", "--jobs", "9"], "quantum"),
+    # Every policy that takes it gives its own: it reached none, without a word.
+    (["sim", "--policy", "rr:quantum=5,srpt", "--quantum", "3", "--load", "0.5", "--jobs", "9"],
+     "quantum"),
     (["os", "--policy", "fcfs,srpt", "--clients", "2", "--jobs", "4"], "policy"),
     (["sim", "--policy", "rr", "--quantum", "-1"], "quantum"),
     (["sim", "--policy", "rr", "--quantum", "zero"], "quantum"),
@@ -505,6 +508,17 @@ def test_an_experiment_file_given_as_a_runs_spec_says_where_it_goes(tmp_path):
     # "an index below 0" for a list the base file does not have.
     (lambda d: d.update(sweep={"workload.classes[3].tickets": [1, 2]}),
      "sweep.workload.classes[3].tickets = 1: expected an entry the base file has"),
+    # Read as seed 1, one replication, 2 and 0.9 before, where jobs = "2000" was refused.
+    (lambda d: d["experiment"].update(seed=True), "experiment.seed = true: expected a whole "
+                                                  "number"),
+    (lambda d: d["experiment"].update(seed=1.0), "experiment.seed = 1.0: expected a whole "
+                                                 "number"),
+    (lambda d: d["experiment"].update(replications="2"),
+     'experiment.replications = "2": expected a whole number'),
+    (lambda d: d["experiment"].update(confidence="0.9"),
+     'experiment.confidence = "0.9": expected a number'),
+    (lambda d: d.update(worlds={"sim": {"replications": True}}),
+     "worlds.sim.replications = true: expected a whole number"),
 ])
 def test_an_experiments_values_are_refused_in_the_projects_words(change, text):
     import copy
@@ -547,7 +561,8 @@ def test_a_negative_count_is_told_the_rule_that_0_would_meet(tmp_path):
                          ({"bursts": -1}, "bursts = -1: expected a whole number >= 1"),
                          ({"seed": -1}, "seed = -1: expected a whole number >= 0"),
                          # Counts the core judges only beside other keys are asked so too.
-                         ({"batches": -1}, "batches = -1: expected a whole number >= 1"),
+                         ({"batches": -1}, "batches = -1: expected a whole number >= 2: the "
+                          "mean's interval is Student's t over the batch means"),
                          ({"precision": 0.1, "jobs": None, "max_jobs": -2},
                           "max_jobs = -2: expected a whole number >= 1")):
         with pytest.raises(schedlab.SpecError) as e:
