@@ -389,12 +389,7 @@ def _packet_params(spec: dict[str, Any], calibrated_packet: float, per_packet: f
 def apply(spec: dict[str, Any], base_dir: Path | None = None,
           key: str = "profile") -> tuple[dict[str, Any], list[str]]:
     """`spec` with its `profile` replaced by the simulator's terms that model it."""
-    spec = dict(spec)
-    path = Path(spec.pop("profile"))
-    if base_dir is not None and not path.is_absolute():
-        path = base_dir / path
-    profile = load(path, key)
-    terms, notes = model_terms(profile, spec)
+    spec, profile, terms, notes = _read(spec, base_dir, key)
     calibrated = profile["profile"].get("config", {})
     checked = ("cost_mode", "packet", "packet_unit") if world_of(profile) == SERVER \
         else ("cpus", "enforce")
@@ -423,9 +418,18 @@ def replaced(spec: dict[str, Any], base_dir: Path | None = None,
     key -> (given, measured). A run given both is refused (`schedlab sim`, `simulate`); a
     calibrated world of an experiment file, whose keys are the ideal model's too, drops them
     with a note."""
+    spec, _, terms, _ = _read(spec, base_dir, key)
+    return _replaced(spec, terms)
+
+
+def _read(spec: dict[str, Any], base_dir: Path | None, key: str
+          ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]]:
+    """The spec without its profile, the profile (its path relative to `base_dir`), and the
+    terms that model it with their notes."""
     spec = dict(spec)
-    path = Path(spec.pop(key))
+    path = Path(spec.pop("profile"))
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
-    terms, _ = model_terms(load(path, key), spec)
-    return _replaced(spec, terms)
+    profile = load(path, key)
+    terms, notes = model_terms(profile, spec)
+    return spec, profile, terms, notes

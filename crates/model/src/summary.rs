@@ -666,6 +666,7 @@ impl Summarizer {
         let qw = self.q_wait.quantiles(&PERCENTILES);
         let one_shot_batch = self.one_shot_batch();
         if one_shot_batch {
+            // No series to take an interval of: every interval below comes out NaN.
             self.response_series = SeriesStats::default();
             self.wait_series = SeriesStats::default();
             self.slowdown_series = MeanSeries::default();

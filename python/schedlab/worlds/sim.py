@@ -278,7 +278,8 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("profile") is not None:
         from schedlab import profile  # a TOML file and the server's cost model: on use
 
-        for key, (given, measured) in profile.replaced(spec).items():
+        if replaced := profile.replaced(spec):
+            key, (given, measured) = next(iter(replaced.items()))
             raise spec_error(key, quoted(given), f"nothing beside profile, which sets {key} "
                              f"to what it measured ({measured:.4g}); leave the profile out to "
                              f"model {key} = {given}")
