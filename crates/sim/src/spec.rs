@@ -763,6 +763,19 @@ impl SimSpec {
                 ))
             }
             (Some(_), Some(0)) => return Err(err("max_jobs", 0, "a whole number >= 1")),
+            // The run measures `jobs` before its first look: a cap below it cut the run short
+            // without a word.
+            (Some(_), Some(m)) if self.jobs.is_some_and(|j| m < j) => {
+                return Err(err(
+                    "max_jobs",
+                    m,
+                    &format!(
+                        "at least jobs ({}): a run until precise measures jobs before its \
+                         first look, and stops at max_jobs",
+                        self.jobs.unwrap_or(0)
+                    ),
+                ))
+            }
             (Some(target), max) => Some(Precision {
                 target,
                 max_jobs: max.unwrap_or(DEFAULT_MAX_JOBS),
