@@ -144,6 +144,11 @@ BAD = [
     # Machine costs that take an open system past saturation (its mean grew with the run).
     (["sim", "--service-scale", "1.5", "--load", "0.8", "--jobs", "200"], "service_scale"),
     (["sim", "--service-offset", "0.3", "--load", "0.8", "--jobs", "200"], "service_offset"),
+    # The os world's io forms, where the simulator's parser said "numbers after the colon".
+    (["sim", "--load", "0.5", "--jobs", "30", "--io", "sleep:exp:1", "--bursts", "2"], "io"),
+    # A cap below the jobs a run until precise measures first: it measured the cap.
+    (["sim", "--load", "0.5", "--jobs", "2000", "--precision", "0.05", "--max-jobs", "100"],
+     "max_jobs"),
     # A machine key the profile sets too (the profile's value won, without a word).
     (["sim", "--load", "0.5", "--jobs", "200", "--profile",
       str(ROOT / "docs" / "server-profile.toml"), "--context-switch", "50"], "context_switch"),

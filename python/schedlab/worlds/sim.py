@@ -286,6 +286,7 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
         spec, _notes = profile.apply(spec)
     core = flat_spec(**spec)
     check_native("sim", KEYS, NATIVE_KEYS, core)
+    _check_direct_io(core)
     cpus = core.get("cpus")
     if cpus is not None and not (type(cpus) is int and cpus >= 1):
         # Said once for every wrong form (text, a list, 0, -2), as the core says a count too large.
@@ -293,6 +294,22 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
                          f"a whole number from 1 to {_core.MAX_CPUS} (the simulator counts its "
                          "CPUs; a list of CPU numbers is the os world's)")
     return core
+
+
+def _check_direct_io(core: dict[str, Any]) -> None:
+    """The os world's io forms given to the simulator itself (the command line, `simulate`),
+    where no translation of an experiment file turns them into its waits: told what it takes
+    (the parser said "expected numbers after the colon")."""
+    places = [("io", core)] + [(f"classes[{i}].io", c)
+                               for i, c in enumerate(core.get("classes") or [])]
+    for path, table in places:
+        value = table.get("io")
+        kind = value.partition(":")[0].strip().lower() if isinstance(value, str) else ""
+        if kind in ("sleep", "dsync"):
+            raise spec_error(path, value, "a distribution of the waits between bursts (exp:5; "
+                             "with final_io after the last burst too): sleep:DIST and "
+                             "dsync:BYTES are the os world's forms, which an experiment file "
+                             "translates for the simulator")
 
 
 def validate(spec: dict[str, Any]) -> dict[str, Any]:
