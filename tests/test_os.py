@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import schedlab
 from conftest import SCHEDLAB, cli_env, unitless
-from schedlab import osrun
+from schedlab import _core, osrun
 from schedlab._core import NICE_TO_WEIGHT as NICE_WEIGHTS
 from schedlab._core import SpecError
 from schedlab.worlds import os as os_world
@@ -780,21 +780,6 @@ def test_run_until_precise_stops_when_precise_or_at_max_time():
     # is known to 2% (the simulator's rule), or at max_time.
     spec = {"clients": 2, "size": "det:2", "think": "exp:4", "cpus": 1, "jobs": 200,
             "seed": 3, **QUIET}
-    r = osrun.run({**spec, "precision": 0.02, "max_time": 20_000})
-    s = r.summary
-    assert s["precision"] == 0.02 and s["precision_reached"] is True
-    assert s["stopped_precise"] and not s["stopped_by_time"] and s["contended_end"] == "precise"
-    assert s["response_mean_precision"] <= 0.02 and s["jobs"] >= 200
-    lo, hi = s["response_mean_ci"]
-    assert (hi - lo) / 2 <= 0.02 * s["response_mean"]
-    # About 300 jobs/s: precise after 850-1,500 jobs (3-5 s in 12 runs), before the 20 s cap.
-    assert s["contended_ms"] < 15_000
-    # Under the user-space dispatcher, too tight for the cap: it stops at max_time, says so.
-    capped = osrun.run({**spec, "policy": "rr", "quantum": 1, "precision": 0.0001,
-                        "max_time": 1500}).summary
-    assert capped["precision_reached"] is False and capped["stopped_by_time"]
-    assert not capped["stopped_precise"] and capped["response_mean_precision"] > 0.0001
-    assert 1400 <= capped["contended_ms"] < 2500
     for bad, key in (({"precision": 0.02}, "precision"), ({"max_time": 9}, "max_time"),
                      ({"precision": 0.02, "max_time": 9, "time": 9}, "time"),
                      ({"precision": 2, "max_time": 9}, "precision"),
@@ -804,6 +789,34 @@ def test_run_until_precise_stops_when_precise_or_at_max_time():
         with pytest.raises(SpecError) as e:
             os_world.run(given)
         assert e.value.key == key, (bad, e.value)
+    # Under the user-space dispatcher, too tight for the cap: it stops at max_time, says so.
+    capped = osrun.run({**spec, "policy": "rr", "quantum": 1, "precision": 0.0001,
+                        "max_time": 1500}).summary
+    assert capped["precision_reached"] is False and capped["stopped_by_time"]
+    assert not capped["stopped_precise"] and capped["response_mean_precision"] > 0.0001
+    assert 1400 <= capped["contended_ms"] < 2500
+    # Others on the CPU stretch the responses for seconds: the batch means are correlated look
+    # after look (46% of the CPU taken by another run: 0.14-0.24 at the cap, 3 runs of 3), so
+    # the run waits for a quiet machine and is retried when it was not one.
+    r = osrun.run({**spec, "precision": 0.02, "max_time": 20_000, "quiet_wait": 2000,
+                   "retry_noisy": 2})
+    s = r.summary
+    if s["noisy"] and not s["stopped_precise"]:
+        assert s["stopped_by_time"] and s["precision_reached"] is False
+        pytest.skip(f"a run until precise not judged on a noisy machine: {s['noise_reasons']}")
+    assert s["precision"] == 0.02 and s["precision_reached"] is True
+    assert s["stopped_precise"] and not s["stopped_by_time"] and s["contended_end"] == "precise"
+    assert s["response_mean_precision"] <= 0.02 and s["jobs"] >= 200
+    # It measures the jobs up to the one that met the rule (replayed over the job table in
+    # completion order), not the ones that completed while the coordinator stopped the
+    # workers (up to its 50 ms between looks): its interval is the one the rule stopped on.
+    # Measured with them, one run stopped at 2% reported precision_reached = false.
+    done = r.jobs.sort_values("completion", kind="stable")["response"].to_numpy(dtype=float)
+    assert s["jobs"] == _core.precise_prefix(np.ascontiguousarray(done), 0.02, 200)
+    lo, hi = s["response_mean_ci"]
+    assert (hi - lo) / 2 <= 0.02 * s["response_mean"]
+    # About 300 jobs/s: precise after 850-1,500 jobs (3-5 s in 12 runs), before the 20 s cap.
+    assert s["contended_ms"] < 15_000
 
 
 def test_the_kernels_trace_names_the_path_of_each_move():

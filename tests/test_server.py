@@ -832,9 +832,16 @@ def test_run_until_precise_stops_when_precise_or_at_max_time() -> None:
     # look after look, and 4 of 6 runs met the 30 s cap (2026-11-26).
     spec = {"policy": "fcfs", "arrival": "exp:2.5", "size": "uniform:1,9", "jobs": 500,
             "seed": 4, "cost": "0.5ms+0.01ms/KB", "cpus": 4, "files": 4}
-    s = run({**spec, "precision": 0.03, "max_time": 30_000}).summary
+    r = run({**spec, "precision": 0.03, "max_time": 30_000})
+    s = r.summary
     lo, hi = s["response_mean_ci"]
     assert s["precision"] == 0.03 and s["precision_reached"] is True and s["ci_uncorrelated"]
+    # Measured up to the request that met the rule (replayed over the served requests in
+    # completion order), not the ones in flight when the sending stopped: the interval is
+    # the one the rule stopped on.
+    ok = r.jobs[r.jobs["error"] == 0].sort_values("completion", kind="stable")
+    done = np.ascontiguousarray(ok["response"].to_numpy(dtype=float))
+    assert s["jobs"] == schedlab._core.precise_prefix(done, 0.03, 500) <= len(ok)
     assert (hi - lo) / 2 <= 0.03 * s["response_mean"] and s["response_mean_precision"] <= 0.03
     assert s["jobs"] >= 500 and s["errors"] == 0  # the first look comes after jobs
     # Precise long before the cap's 12,000 requests (measured: at 3,384, in 9 s).
@@ -861,7 +868,8 @@ def test_load_command_runs_until_precise_and_warns_at_its_cap(root: Path,
     base = [SCHEDLAB, "load", "--url", srv.url, "--mix", str(mix), "--rate", "400", "--jobs",
             "500"]
     try:
-        easy = subprocess.run(base + ["--precision", "0.03", "--duration", "30s", "--json"],
+        easy = subprocess.run(base + ["--precision", "0.03", "--duration", "30s", "--json",
+                                      "--out", str(tmp_path / "easy.parquet")],
                               capture_output=True, text=True, env=cli_env(), timeout=90)
         tight = subprocess.run(base + ["--precision", "0.00001", "--time", "500"],
                                capture_output=True, text=True, env=cli_env(), timeout=60)
@@ -872,6 +880,14 @@ def test_load_command_runs_until_precise_and_warns_at_its_cap(root: Path,
     # 12,000 requests in the cap; precise long before it (the API's test: at 3,384).
     assert s["precision"] == 0.03 and s["precision_reached"] is True
     assert s["response_mean_precision"] <= 0.03 and 500 <= s["requests"] < 6000
+    # Measured up to the request that met the rule, as in the server world; the table holds
+    # the ones in flight when the sending stopped too.
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "easy.parquet")
+    ok = table[table["error"] == 0].sort_values("completion", kind="stable")
+    done = np.ascontiguousarray(ok["response"].to_numpy(dtype=float))
+    assert s["requests"] == schedlab._core.precise_prefix(done, 0.03, 500) <= len(ok)
     # Services average 5.1 ms (KiB files at 0.01 ms per 1,000 bytes), plus the transfer.
     assert 5 <= s["response_mean"] < 7
     assert tight.returncode == 0, tight.stderr

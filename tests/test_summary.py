@@ -269,6 +269,36 @@ def test_real_worlds_cut_their_auto_warmup_with_the_simulators_mser5():
     assert results.cut_auto_warmup(jobs.iloc[:0])[1] == 0
 
 
+def test_a_real_run_until_precise_measures_the_jobs_up_to_the_one_that_met_the_rule():
+    # 6,000 jobs in completion order (listed shuffled): exponential responses of mean 5 ms,
+    # then 150 of 400 ms, the jobs that completed while a real world stopped its workers
+    # after its rule had met the precision. Measured with them, the batch means are
+    # correlated and the summary says the 5% was not reached; measured up to the job the rule
+    # stopped on (the rule replayed by the simulator's code), it was, and those are the jobs.
+    rng = np.random.default_rng(7)
+    n = 6000
+    response = rng.exponential(5.0, n)
+    response[-150:] = 400.0 + rng.uniform(0.0, 10.0, 150)
+    completion = np.arange(1.0, n + 1.0)
+    jobs = pd.DataFrame({"job": np.arange(n), "arrival": completion - response,
+                         "completion": completion, "size": np.ones(n),
+                         "response": response}).sample(frac=1, random_state=2)
+    counters = {"measure_start": 0.0, "measure_end": float(n), "precision": 0.05}
+    whole, _, _ = results.summarize(jobs, [], ["0"], counters)
+    assert whole["jobs"] == n and whole["precision_reached"] is False
+    kept = results.cut_at_precise(jobs, 0.05, 500)
+    stop = _core.precise_prefix(response, 0.05, 500)
+    assert stop is not None and 500 <= stop < n - 150
+    assert sorted(kept["job"]) == list(range(stop)) and kept.index.is_monotonic_increasing
+    s, _, _ = results.summarize(kept, [], ["0"], counters)
+    assert s["jobs"] == stop and s["precision_reached"] is True
+    assert s["response_mean_precision"] <= 0.05
+    # One look at 500 jobs and none after: never met, every job stays measured.
+    assert _core.precise_prefix(response[:400], 0.05, 500) is None
+    assert len(results.cut_at_precise(jobs[jobs["job"] < 400], 0.05, 500)) == 400
+    assert results.cut_at_precise(jobs.iloc[:0], 0.05, 500).empty
+
+
 def test_real_worlds_take_warmup_auto_and_refuse_other_words():
     spec = {"policy": "fcfs", "arrival": "exp:5", "bytes": "det:1000", "jobs": 10}
     p = server.plan({**spec, "warmup": "auto"})

@@ -92,6 +92,27 @@ def cut_auto_warmup(jobs: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return ordered.iloc[cut:].reset_index(drop=True), cut
 
 
+def cut_at_precise(measured: pd.DataFrame, precision: float,
+                   first_look: int | None) -> pd.DataFrame:
+    """A real run its precision rule stopped: the measured jobs up to the one that met the
+    rule, found by replaying the rule (`_core.precise_prefix`) over their responses in
+    completion order. A real world decides while its jobs run on; the ones that completed
+    before it stopped them are not measured, as the simulator's run ends at the job that made
+    it precise, so the summary's interval is the one the rule stopped on. All of them when
+    the replay never meets the rule (the world watched a set the summary does not measure:
+    a warm-up by count is the first jobs to complete there, the first to arrive here)."""
+    if measured.empty:
+        return measured
+    ordered = measured.sort_values("completion", kind="stable")
+    response = ordered["response"].to_numpy(dtype=float, na_value=np.nan)
+    finite = np.flatnonzero(np.isfinite(response))
+    n = _core.precise_prefix(np.ascontiguousarray(response[finite]), float(precision),
+                             None if first_look is None else int(first_look))
+    if n is None:
+        return measured
+    return ordered.iloc[:int(finite[n - 1]) + 1].sort_index()
+
+
 def environment() -> dict[str, Any]:
     """What a reader needs to rerun: versions and machine."""
     return dict(_environment())

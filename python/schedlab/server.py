@@ -593,7 +593,7 @@ def _others_meanwhile(before: dict[str, float], after: dict[str, float],
 
 def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
             log: pd.DataFrame | None) -> Result:
-    from schedlab.results import Result, cut_auto_warmup
+    from schedlab.results import Result, cut_at_precise, cut_auto_warmup
 
     sent = request_table(raw, p, log, with_warmup=True)
     jobs = sent[~sent["warm"]].drop(columns="warm").reset_index(drop=True)
@@ -605,6 +605,8 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
     if p.auto_warmup:
         jobs, counted["warmup"] = cut_auto_warmup(jobs)
     ok = jobs[jobs["error"] == 0]
+    if "precision" in p.load:
+        ok = cut_at_precise(ok, p.load["precision"], p.load.get("jobs"))
     summary, classes, tasks = _summary(p, ok, jobs, counted, stats)
     if "noise" in raw:
         n = raw["noise"]

@@ -619,6 +619,15 @@ impl PrecisionWatch {
     }
 }
 
+/// How many of `responses` (measured, in completion order) a run until precise measures: the
+/// count at which the rule (`PrecisionWatch`) stops it, None when they never meet it. A real
+/// world decides while jobs still complete, and the ones completed after its decision are not
+/// measured, as the simulator's run ends at the job that made it precise.
+pub fn precise_prefix(responses: &[f64], target: f64, first_look: Option<u64>) -> Option<usize> {
+    let mut watch = PrecisionWatch::new(target, first_look);
+    responses.iter().position(|&x| watch.add(x)).map(|i| i + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,6 +284,22 @@ fn mser5(series: PyReadonlyArray1<'_, f64>) -> PyResult<(usize, bool)> {
     Ok((t.discard, t.valid))
 }
 
+/// How many of the measured `responses` (in completion order) a run until precise measures
+/// (`schedlab_model::output::precise_prefix`); None when they never meet the rule.
+#[pyfunction]
+#[pyo3(signature = (responses, target, first_look=None))]
+fn precise_prefix(
+    responses: PyReadonlyArray1<'_, f64>,
+    target: f64,
+    first_look: Option<u64>,
+) -> PyResult<Option<usize>> {
+    Ok(schedlab_model::output::precise_prefix(
+        responses.as_slice()?,
+        target,
+        first_look,
+    ))
+}
+
 /// Quantiles `ps` of `values` in the order they were measured, with their 95% intervals by
 /// sectioning (`schedlab_model::output::quantiles_with_intervals`): ([q], [[low, high]]).
 #[pyfunction]
@@ -328,6 +344,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policy_entitlements, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
     m.add_function(wrap_pyfunction!(mser5, m)?)?;
+    m.add_function(wrap_pyfunction!(precise_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(class_shares, m)?)?;
     Ok(())
 }

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 import schedlab._core as _core
-from schedlab.results import JOB_COLUMNS, Result, cut_auto_warmup, summarize
+from schedlab.results import JOB_COLUMNS, Result, cut_at_precise, cut_auto_warmup, summarize
 
 JOB_EXTRAS = ["task_job", "cpu_time", "runqueue_wait", "held", "io", "unaccounted",
               "voluntary", "involuntary"]
@@ -276,6 +276,8 @@ def build(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         measured = jobs[keep]
     if options.get("auto_warmup"):
         measured, warm = cut_auto_warmup(measured)
+    if raw["stopped_precise"]:
+        measured = cut_at_precise(measured, plan["precision"], plan.get("first_look"))
 
     wall = float(raw["wall_ms"])
     contended_end = float(raw["contended_end_ms"])

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{ms_since, now_ns};
 use engine::{Arrivals, Engine, Plan, ThreadPlan};
 use schedlab_model::dist::Dist;
-use schedlab_model::output::{quantiles_with_intervals, PrecisionWatch};
+use schedlab_model::output::{precise_prefix, quantiles_with_intervals, PrecisionWatch};
 use schedlab_model::summary::{summarize, Counters, JobTable};
 use schedlab_model::SpecError;
 pub use workload::{BurstGroup, ClassSpec, TargetSpec, Workload};
@@ -582,8 +582,9 @@ pub struct LoadSummary {
     pub hdr_log: Option<String>,
     /// CLOCK_MONOTONIC ns of the run's time 0 (to align the server's log).
     pub start_ns: u64,
-    /// A run until precise: the precision asked for, whether the rule stopped the sending
-    /// (false: the time cap did), and the mean's precision at the end, in completion order.
+    /// A run until precise: the precision asked for, whether the measured mean reached it,
+    /// and the mean's precision, in completion order (the summary's definitions). Measured
+    /// up to the response that met the rule when it did, before the time cap.
     pub precision: Option<f64>,
     pub precision_reached: Option<bool>,
     pub response_mean_precision: Option<f64>,
@@ -694,19 +695,17 @@ pub fn run(cfg: &LoadConfig) -> io::Result<LoadOutput> {
         eprintln!();
     }
     let start_ns = start.load(Relaxed);
-    let mut out = merge(cfg, outs, start_ns)?;
-    if let Some(watch) = &progress.watch {
-        let w = watch.lock().unwrap_or_else(|e| e.into_inner());
-        out.summary.precision = cfg.precision;
-        out.summary.precision_reached = Some(progress.precise.load(Relaxed));
-        out.summary.response_mean_precision = Some(w.precision());
-    }
-    Ok(out)
+    merge(cfg, outs, start_ns)
 }
 
 /// The measured responses' part of the summary: `measured` holds (intended send, completion)
 /// in ns of every measured request that got a response, `start_ns` is the run's time 0.
-fn summarize_responses(s: &mut LoadSummary, mut measured: Vec<(u64, u64)>, start_ns: u64) {
+fn summarize_responses(
+    s: &mut LoadSummary,
+    mut measured: Vec<(u64, u64)>,
+    start_ns: u64,
+    precision: Option<f64>,
+) {
     measured.sort_by_key(|&(intended, done)| (done, intended));
     let n = measured.len();
     let arrival: Vec<f64> = measured
@@ -744,6 +743,7 @@ fn summarize_responses(s: &mut LoadSummary, mut measured: Vec<(u64, u64)>, start
     let counters = Counters {
         measure_start: if n > 0 { first } else { 0.0 },
         measure_end: jobs.completion.last().copied().unwrap_or(0.0),
+        precision,
         ..Counters::default()
     };
     let (summary, _, _) = summarize(&jobs, &[], vec!["all".into()], &counters);
@@ -764,6 +764,11 @@ fn summarize_responses(s: &mut LoadSummary, mut measured: Vec<(u64, u64)>, start
     s.response_p95_ci = summary.response_p95_ci.to_vec();
     s.response_p99_ci = summary.response_p99_ci.to_vec();
     s.ci_uncorrelated = summary.ci_uncorrelated;
+    if precision.is_some() {
+        s.precision = precision;
+        s.precision_reached = summary.precision_reached;
+        s.response_mean_precision = Some(summary.response_mean_precision);
+    }
     s.throughput_rps_ci = summary
         .throughput_ci
         .iter()
@@ -829,9 +834,20 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
         }
         s.errors += e;
     }
-    s.requests = measured.len() as u64;
     s.duration = ms_since(start_ns, last_done);
     s.sending_ended = ms_since(start_ns, stopped);
+    if let Some(target) = cfg.precision {
+        // Measured up to the response that met the rule, as the simulator's run ends at the
+        // job that made it precise: the ones still in flight when the sending stopped are
+        // served but not measured, and the interval is the one the rule stopped on.
+        measured.sort_by_key(|&(intended, done)| (done, intended));
+        let response: Vec<f64> = measured.iter().map(|&(i, d)| ms_since(i, d)).collect();
+        if let Some(n) = precise_prefix(&response, target, cfg.jobs) {
+            measured.truncate(n);
+            last_done = measured.last().map_or(last_done, |&(_, done)| done);
+        }
+    }
+    s.requests = measured.len() as u64;
     // The warm-up's time is not the measured requests' own: it is left out of the interval.
     let measured_ms = ms_since(first_measured.min(last_done), last_done);
     s.throughput_rps = if measured_ms > 0.0 {
@@ -839,7 +855,7 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
     } else {
         f64::NAN
     };
-    summarize_responses(&mut s, measured, start_ns);
+    summarize_responses(&mut s, measured, start_ns, cfg.precision);
     if let Some(path) = &cfg.hdr_log {
         write_hdr_log(path, &intervals, start_ns)?;
         s.hdr_log = Some(path.display().to_string());
@@ -922,7 +938,7 @@ mod tests {
             .map(|k| (start, start + k * 1_000_000))
             .collect();
         let mut s = LoadSummary::default();
-        summarize_responses(&mut s, measured, start);
+        summarize_responses(&mut s, measured, start, None);
         assert_eq!(s.response_mean, 500.5);
         assert!((s.response_std - (1000.0f64 * 1001.0 / 12.0).sqrt()).abs() < 1e-9);
         // The lower empirical quantile: the ceil(p n)-th smallest.
@@ -948,7 +964,7 @@ mod tests {
             .map(|(i, r)| (i as u64 * 1_000_000, i as u64 * 1_000_000 + 1_000 * r))
             .collect();
         let mut s = LoadSummary::default();
-        summarize_responses(&mut s, measured, 0);
+        summarize_responses(&mut s, measured, 0, None);
         let mean = responses.iter().sum::<u64>() as f64 / n as f64 / 1000.0;
         assert!((s.response_mean - mean).abs() < 1e-9);
         let textbook = 1.96 * s.response_std / (n as f64).sqrt();
@@ -973,7 +989,7 @@ mod tests {
         );
         // Nothing measured: NaN, not zeros.
         let mut s = LoadSummary::default();
-        summarize_responses(&mut s, Vec::new(), 0);
+        summarize_responses(&mut s, Vec::new(), 0, None);
         assert!(s.response_mean.is_nan() && s.response_p999.is_nan());
         assert!(s.response_p999_ci.iter().all(|x| x.is_nan()));
     }
