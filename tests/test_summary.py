@@ -73,7 +73,7 @@ def server_summary(jobs: pd.DataFrame) -> dict:
     """The server world's summary code (schedlab.server._summary) on this table."""
     p = server.plan({"policy": "fcfs", "jobs": len(jobs), "cost": "0ms+1ms/KiB",
                      "classes": [{"name": "a", "clients": 2}, {"name": "b", "clients": 2}]})
-    ok = jobs.assign(service=jobs["size"], error=0)
+    ok = jobs.assign(service=jobs["size"], error=0, status=200)
     s = {"duration": float(jobs["completion"].max()), "warmup": 0, "sent": len(jobs),
          "missed_sends": 0, "errors": 0, "errors_by_kind": {}, "status": {"200": len(jobs)},
          "bytes": 0, "throughput_rps": 0.0, "throughput_rps_ci": [0.0, 0.0], "offered_rate": 0.0,

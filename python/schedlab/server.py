@@ -280,6 +280,11 @@ def plan(spec: dict[str, Any]) -> Plan:
                 in_ms, key, text = True, "size", spec.get("size", "exp:1")  # the sim's default
             else:  # no size law and no cost to turn one into bytes: 1 KiB files
                 in_ms, key, text = False, "bytes", "det:1024"
+            if c is not None and not PATH_SEGMENT.fullmatch(c["name"]):
+                # The class's files lie in a directory of its name under the served root.
+                raise spec_error(f"classes[{gi}].name", c["name"], "a name usable as a "
+                                 "directory of the served files: letters, digits, '.', '_' "
+                                 "and '-', not '.' or '..'")
             sizes = _sizes(key, text, nfiles, seed * 1000 + gi, cost, in_ms)
             prefix = f"/{c['name']}" if c is not None else ""
             for j, nb in enumerate(sizes):
@@ -591,6 +596,17 @@ def _others_meanwhile(before: dict[str, float], after: dict[str, float],
                          os.cpu_count() or 1, threshold)
 
 
+# A class's name as the directory of its generated files (and a URL path segment).
+PATH_SEGMENT = re.compile(r"(?!\.\.?$)[A-Za-z0-9._-]+")
+
+
+def served(requests: pd.DataFrame) -> pd.Series:
+    """The requests answered with their file (HTTP 2xx). A refusal (503 from a full server),
+    a 403 or a 404 is an answer but not a service: its time is no response time of a file,
+    and it is counted in `status`, not measured."""
+    return (requests["error"] == 0) & requests["status"].between(200, 299)
+
+
 def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
             log: pd.DataFrame | None) -> Result:
     from schedlab.results import Result, cut_at_precise, cut_auto_warmup
@@ -598,13 +614,15 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
     sent = request_table(raw, p, log, with_warmup=True)
     jobs = sent[~sent["warm"]].drop(columns="warm").reset_index(drop=True)
     schedule = schedule_table(log, raw["summary"]["start_ns"], jobs)
+    counted = dict(raw["summary"])
     warmup_time = p.spec.get("warmup_time")
     if warmup_time is not None:
-        jobs = jobs[jobs["arrival"] >= float(warmup_time)].reset_index(drop=True)
-    counted = dict(raw["summary"])
+        early = jobs["arrival"] < float(warmup_time)
+        counted["warmup"] += int(early.sum())
+        jobs = jobs[~early].reset_index(drop=True)
     if p.auto_warmup:
         jobs, counted["warmup"] = cut_auto_warmup(jobs)
-    ok = jobs[jobs["error"] == 0]
+    ok = jobs[served(jobs)]
     if "precision" in p.load:
         ok = cut_at_precise(ok, p.load["precision"], p.load.get("jobs"))
     summary, classes, tasks = _summary(p, ok, jobs, counted, stats)
@@ -618,7 +636,7 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
         trace.attrs["end"] = float(raw["summary"]["sending_ended"])
         # The requests a replay leaves out at its start: the generator's warm-up and the
         # ones `warmup = "auto"` cut (failed requests are in neither the trace nor the count).
-        warm_ok = int((sent["warm"] & (sent["error"] == 0)).sum())
+        warm_ok = int((sent["warm"] & served(sent)).sum())
         trace.attrs["warmup"] = warm_ok + (int(counted["warmup"]) if p.auto_warmup else 0)
     return Result(summary=summary, jobs=jobs, classes=classes, tasks=tasks,
                   schedule=schedule, spec={"world": "server", **p.spec}, replay_trace=trace)
@@ -639,7 +657,7 @@ def replay_trace(sent: pd.DataFrame, seed: int = 1) -> pd.DataFrame | None:
     sending, as it would have, instead of leaving the others a lighter machine at the end."""
     import pandas as pd
 
-    ok = sent[sent["error"] == 0]
+    ok = sent[served(sent)]
     if len(ok) == 0 or not np.isfinite(ok["size"].to_numpy(dtype=float)).all():
         return None
     if (ok["client"] < 0).all():
@@ -834,7 +852,7 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
         # number of requests present is the total time they spent in it over the span.
         "runnable_mean_per_cpu": [float(ok["response"].sum() / span)] if span > 0 else [np.nan],
         "offered_load": np.nan, "sim_time": duration, "warmup_jobs": int(s["warmup"]),
-        "unfinished": int((jobs["error"] != 0).sum()), "events": int(s["sent"]),
+        "unfinished": int((~served(jobs)).sum()), "events": int(s["sent"]),
         "precision": p.load.get("precision"),
     }
     summary, classes, task_table = summarize(ok, tasks, p.classes or ["0"], counters)
@@ -848,8 +866,9 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
     summary.update({
         "world": "server", "missed_sends": int(s["missed_sends"]), "errors": int(s["errors"]),
         "errors_by_kind": s["errors_by_kind"], "status": s["status"], "bytes": int(s["bytes"]),
-        "duration": duration, "throughput_rps": s["throughput_rps"],
-        "throughput_rps_ci": s["throughput_rps_ci"],
+        # The summary's throughput of the requests measured (after every cut), per second.
+        "duration": duration, "throughput_rps": summary["throughput"] * 1e3,
+        "throughput_rps_ci": [x * 1e3 for x in summary["throughput_ci"]],
         "offered_rate": s["offered_rate"],
         "response_p999": p999, "response_p999_ci": list(p999_ci),
         "connections": int(s["connections"]),
@@ -1277,7 +1296,7 @@ def cmd_load(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from schedlab.summary_rows import UNTRUSTED_MARK, interval_of, interval_text
+    from schedlab.summary_rows import UNTRUSTED_MARK, interval_of, interval_text, not_success
 
     table = Table(title=f"schedlab load: {s['mode']} loop, {args.url}")
     table.add_column("metric")
@@ -1307,12 +1326,9 @@ def cmd_load(args: argparse.Namespace) -> int:
                           "the cap); raise --time", style="bold red")
     if s["errors_by_kind"]:
         print("errors: " + ", ".join(f"{k} {v}" for k, v in s["errors_by_kind"].items()))
-    answered = sum((s.get("status") or {}).values())
-    not_ok = {k: v for k, v in (s.get("status") or {}).items() if not k.startswith("2")}
-    if not_ok:  # a 404 is an answer, timed as one: the numbers are not of the files asked
-        console.print(f"WARNING: {sum(not_ok.values())} of {answered} responses were not "
-                      "success (" + ", ".join(f"HTTP {k}: {v}" for k, v in not_ok.items())
-                      + "); their times are in the numbers above", style="bold red")
+    if refused := not_success(s):  # a 404 is an answer, timed as one by a load generator
+        console.print(f"WARNING: {refused}; their times are in the numbers above",
+                      style="bold red")
     return 1 if failed else 0
 
 

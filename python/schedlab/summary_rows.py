@@ -6,6 +6,7 @@ command that prints a summary (`schedlab sim` without table outputs) needs no pa
 from __future__ import annotations
 
 import html
+import json
 import math
 import numbers
 from typing import Any
@@ -191,11 +192,27 @@ def run_notes(s: dict[str, Any], spec: dict[str, Any] | None = None) -> list[str
         notes.append(f"WARNING: precision {s['precision']:g} not reached "
                      f"({s.get('response_mean_precision', float('nan')):.2%} at the cap); "
                      f"raise {'max_jobs' if s.get('world', 'sim') == 'sim' else 'max_time'}")
+    if s.get("world") == "server" and (failed := not_success(s)):
+        notes.append(f"WARNING: {failed}; not measured: the numbers are of the files served")
     if spec is not None and (warning := saturation_warning(s, spec)):
         notes.append(warning)
     if spec is not None and (warning := slowdown_warning(spec)):
         notes.append(warning)
     return notes
+
+
+def not_success(s: dict[str, Any]) -> str | None:
+    """'N of M responses were not success (HTTP 503: N)' from a real run's `status` counts
+    (a dict, or its JSON as a stored summary holds it), None when every answer was a 2xx."""
+    status = s.get("status")
+    if isinstance(status, str):
+        status = json.loads(status)
+    status = {k: v for k, v in (status or {}).items() if finite_number(v)}
+    failed = {k: v for k, v in status.items() if not str(k).startswith("2")}
+    if not failed:
+        return None
+    return (f"{sum(failed.values())} of {sum(status.values())} responses were not success ("
+            + ", ".join(f"HTTP {k}: {v}" for k, v in failed.items()) + ")")
 
 
 # Machine costs that add CPU time to an open workload's offered load, and their neutral values.

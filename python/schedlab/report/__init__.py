@@ -375,6 +375,28 @@ def noisy_runs(res: Any) -> pd.DataFrame:
     return flagged[cols].reset_index(drop=True)
 
 
+def _not_success_html(res: Any) -> str:
+    """Server runs some of whose requests were answered with an error (503 from a full
+    server, 403, 404): those are counted, not measured (`schedlab.server.served`)."""
+    from schedlab.summary_rows import not_success
+
+    s = res.summaries
+    if s.empty or "status" not in s.columns:
+        return ""
+    named = [f"{r['world']}, {r['label']}, point {int(r['point'])}, replication "
+             f"{int(r['replication'])}: {failed}"
+             for _, r in s.iterrows() if r.get("world") == "server"
+             and (failed := not_success(r.to_dict()))]
+    if not named:
+        return ""
+    more = len(named) - MAX_NAMED
+    return ('<p class="warning" id="not-success-warning"><b>Requests not served:</b> '
+            f"{len(named)} server runs had answers that were not success; those requests are "
+            "counted in <code>status</code>, not measured, and the numbers are of the files "
+            "served. " + _e("; ".join(named[:MAX_NAMED]))
+            + (f"; and {more} more" if more > 0 else "") + ".</p>")
+
+
 def _noisy_html(res: Any) -> str:
     bad = noisy_runs(res)
     if bad.empty:
@@ -785,7 +807,7 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
         counts = res.skipped.groupby("world", sort=False).size()
         parts.append('<p class="off"><b>Skipped:</b> ' + ", ".join(
             f"{n} {w} runs" for w, n in counts.items()) + ' (<a href="#skipped">why</a>).</p>')
-    for warning in (_precision_html(res), _noisy_html(res)):
+    for warning in (_precision_html(res), _noisy_html(res), _not_success_html(res)):
         if warning:
             parts.append(warning)
     parts += ["<h2>Response time</h2>", _response_table(res)]

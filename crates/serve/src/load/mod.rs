@@ -333,6 +333,30 @@ impl LoadSpec {
                 };
             Mode::Open { arrival }
         };
+        // Clients given to classes are among the closed loop's clients, the rest drawn by
+        // the classes' fractions.
+        let given: u64 = classes.iter().map(|c| u64::from(c.clients.unwrap_or(0))).sum();
+        if let Some(i) = classes.iter().rposition(|c| c.clients.unwrap_or(0) > 0) {
+            let key = format!("classes[{i}].clients");
+            let value = classes[i].clients.unwrap_or(0);
+            match &mode {
+                Mode::Closed { clients, .. } if given > u64::from(*clients) => {
+                    return Err(err(
+                        &key,
+                        value,
+                        &format!("at most clients ({clients}) in all the classes together"),
+                    ));
+                }
+                Mode::Closed { .. } => {}
+                _ => {
+                    return Err(err(
+                        &key,
+                        value,
+                        "a closed loop (clients): an open loop or a burst has no clients",
+                    ));
+                }
+            }
+        }
         let threads = self.threads.unwrap_or(1) as usize;
         if threads == 0 || threads > 256 {
             return Err(err("threads", threads, "a whole number from 1 to 256"));
@@ -1037,6 +1061,24 @@ mod tests {
         s.arrival = Some("uniform:1,2".into());
         s.threads = Some(2);
         assert_eq!(s.validate().err().unwrap().key, "threads");
+        // Clients of classes: among the closed loop's, never more, never in an open loop.
+        let class = |name: &str, clients: u32| ClassSpec {
+            name: name.into(),
+            fraction: None,
+            clients: Some(clients),
+        };
+        let mut s = base();
+        s.clients = Some(2);
+        s.classes = Some(vec![class("a", 1), class("b", 2)]);
+        let e = s.validate().err().unwrap();
+        assert_eq!((e.key.as_str(), e.value.as_str()), ("classes[1].clients", "2"));
+        assert!(e.allowed.contains("at most clients (2)"), "{}", e.allowed);
+        s.classes = Some(vec![class("a", 1), class("b", 1)]);
+        assert!(s.validate().is_ok());
+        let mut s = base();
+        s.rate = Some(10.0);
+        s.classes = Some(vec![class("a", 1)]);
+        assert_eq!(s.validate().err().unwrap().key, "classes[0].clients");
         let mut s = base();
         s.clients = Some(3);
         let c = s.validate().unwrap();
