@@ -1323,3 +1323,23 @@ def test_the_fairness_caption_warns_where_the_mean_slowdown_is_infinite(small):
                 {**fcfs, "spec": {"policy": "srpt", "size": "exp:1"}},
                 {**fcfs, "world": "server"}, {**fcfs, "skip": "no model"}):
         assert _infinite_slowdown(ctx(run)) == "", run
+
+
+def test_the_report_names_server_runs_whose_answers_were_not_success():
+    # Stored summaries hold `status` as JSON; the 503s of a full server are counted there,
+    # not measured, and the report says which runs had them.
+    from types import SimpleNamespace
+
+    from schedlab import report
+
+    rows = [{"world": "server", "label": "FCFS", "point": 0, "replication": 1,
+             "status": '{"200": 1870, "503": 627}'},
+            {"world": "server", "label": "SJF", "point": 0, "replication": 0,
+             "status": '{"200": 2497}'},
+            {"world": "sim", "label": "FCFS", "point": 0, "replication": 0, "status": None}]
+    text = report._not_success_html(SimpleNamespace(summaries=pd.DataFrame(rows)))
+    assert 'id="not-success-warning"' in text and "1 server run had" in text
+    assert ("server, FCFS, point 0, replication 1: 627 of 2497 responses were not success "
+            "(HTTP 503: 627)") in text and "SJF" not in text
+    quiet = pd.DataFrame(rows[1:])
+    assert report._not_success_html(SimpleNamespace(summaries=quiet)) == ""

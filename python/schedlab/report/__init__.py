@@ -391,7 +391,8 @@ def _not_success_html(res: Any) -> str:
         return ""
     more = len(named) - MAX_NAMED
     return ('<p class="warning" id="not-success-warning"><b>Requests not served:</b> '
-            f"{len(named)} server runs had answers that were not success; those requests are "
+            f"{len(named)} server run{'' if len(named) == 1 else 's'} had answers that were "
+            "not success; those requests are "
             "counted in <code>status</code>, not measured, and the numbers are of the files "
             "served. " + _e("; ".join(named[:MAX_NAMED]))
             + (f"; and {more} more" if more > 0 else "") + ".</p>")
