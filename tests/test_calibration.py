@@ -618,12 +618,14 @@ def test_a_replay_runs_the_model_on_each_server_runs_requests(tmp_path):
             real, model = s.loc[("server", label, rep)], s.loc[("calibrated", label, rep)]
             record = json.loads((runs / f"{model['run']}.json").read_text())
             # Each model run replays its server run: the same requests, the warm-up's left
-            # out the same, sent until the server run stopped sending (2 s), then drained; a
+            # out the same, sent until the server run stopped sending (its 2 s cap, when its
+            # load thread saw it: later on a busy machine), then drained; a
             # client goes on past its recorded requests with ones drawn from the run's own.
             # So it measures about as many, fewer where the model is slower than the server
             # (measured, 12 runs: -3.3% to +1.0%, RR's one-packet turns the lowest).
             assert record["replay"]["of"] == real["run"]
-            assert record["replay"]["end"] == pytest.approx(2_000, abs=5)
+            assert record["replay"]["end"] == real["sending_ended"]
+            assert 2_000 <= real["sending_ended"] < 2_000 + 250
             assert real["jobs"] > 500
             assert model["jobs"] == pytest.approx(real["jobs"], rel=0.05)
             trace = runs / f"{real['run']}.trace.csv"

@@ -63,8 +63,11 @@ def test_response_is_runqueue_wait_plus_cpu_for_a_batch():
     counted plus its CPU time (nothing else happens to it), for nearly every job. A run the
     machine stalled under (a hypervisor's steal, which the kernel counts as neither: 7.5 ms
     under one job in 3,000 here) is flagged noisy, and run again."""
-    r = osrun.run({"batch": 100, "size": 5, **QUIET, "retry_noisy": 3})
-    assert not r.summary["noisy"], r.summary["noise_reasons"]
+    r = osrun.run({"batch": 100, "size": 5, "quiet_wait": 2000, "retry_noisy": 3})
+    reasons = r.summary["noise_reasons"]
+    if r.summary["noisy"] and all(why.startswith("others used") for why in reasons):
+        pytest.skip(f"others kept the machine busy through 4 tries: {reasons}")
+    assert not r.summary["noisy"], reasons
     j = r.jobs
     assert len(j) == 100 and (j["arrival"] == 0).all()
     assert (j["first_run"] >= j["arrival"]).all()

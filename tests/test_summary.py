@@ -75,6 +75,7 @@ def server_summary(jobs: pd.DataFrame) -> dict:
                      "classes": [{"name": "a", "clients": 2}, {"name": "b", "clients": 2}]})
     ok = jobs.assign(service=jobs["size"], error=0, status=200)
     s = {"duration": float(jobs["completion"].max()), "warmup": 0, "sent": len(jobs),
+         "sending_ended": float(jobs["completion"].max()),
          "missed_sends": 0, "errors": 0, "errors_by_kind": {}, "status": {"200": len(jobs)},
          "bytes": 0, "throughput_rps": 0.0, "throughput_rps_ci": [0.0, 0.0], "offered_rate": 0.0,
          "connections": 4}

@@ -80,7 +80,7 @@ WORLD_SUMMARY_UNITS: dict[str, str] = {
     "dispatcher_switches": "count", "dispatcher_timer_lateness_us": "us",
     # server
     "missed_sends": "count", "errors": "count", "bytes": "bytes", "duration": "ms",
-    "throughput_rps": "requests/s", "throughput_rps_ci": "requests/s",
+    "sending_ended": "ms", "throughput_rps": "requests/s", "throughput_rps_ci": "requests/s",
     "offered_rate": "requests/s", "response_p999": "ms", "response_p999_ci": "ms",
     "connections": "count", "server_served": "count", "server_aborted": "count",
 }
