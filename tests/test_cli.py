@@ -498,11 +498,16 @@ def test_serve_and_load_take_their_specs_keys_on_every_surface():
 
 
 def test_an_abbreviated_flag_is_not_taken_for_a_longer_one():
-    # `batch` is a workload key with no flag: argparse took `--batch 5` for `--batches 5` (batch
-    # means) and ran, exit 0, where a batch of processes was meant.
-    out = schedlab("sim", "--load", "0.5", "--jobs", "100", "--batch", "5")
+    # `batch` was a workload key with no flag: argparse took `--batch 5` for `--batches 5`
+    # (batch means) and ran, exit 0, where a batch of processes was meant. It has its flag
+    # now (a batch of one-shot processes); a prefix of a flag is still no flag.
+    out = schedlab("sim", "--load", "0.5", "--jobs", "100", "--prec", "0.05")
     assert out.returncode == 2, out.stdout
-    assert out.stderr.strip() == "schedlab: error: unrecognized arguments: --batch 5"
+    assert out.stderr.strip() == "schedlab: error: unrecognized arguments: --prec 0.05"
+    out = schedlab("sim", "--size", "det:1", "--batch", "5", "--json")
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)
+    assert s["jobs"] == 5 and s["response_mean"] == 3.0 and s["one_shot_batch"] is True
     out = schedlab("serve", "--root", ".", "--cpu", "2")  # --cpus
     assert out.returncode == 2 and "unrecognized arguments: --cpu 2" in out.stderr
 

@@ -147,3 +147,55 @@ def test_a_size_in_ms_needs_a_per_size_cost_on_the_server():
     p = server.plan({"policy": "sjf", "clients": 1, "jobs": 10, "size": "det:5",
                      "cost": "1ms+0.01ms/KB", "files": 4})
     assert {b for _path, b in p.files} == {400_000}
+
+
+def test_keys_a_file_translates_run_directly_as_the_file_runs_them():
+    # batch, nice, deadline, the machine's affinity and a kernel policy reached the simulator
+    # only through an experiment file: `simulate(batch=5)` said "give it through an experiment
+    # file" and `schedlab sim` had no flag for them. Now a direct run translates them as a
+    # file does: the same bits, and the translation's notes on the command line.
+    pair = [{"name": "hi", "rtprio": 20, "clients": 1}, {"name": "lo", "rtprio": 10, "clients": 1}]
+    cases = [
+        {"policy": "fcfs", "batch": 5, "size": "det:1"},
+        {"policy": "fcfs", "classes": [{"name": "a", "batch": 3}, {"name": "b", "batch": 2}],
+         "size": "det:2", "cpus": 2},
+        {"policy": "cfs", "clients": 3, "jobs": 300, "nice": 5, "seed": 2},
+        {"policy": "kernel", "sched": "fifo", "classes": pair, "jobs": 400, "think": "exp:2",
+         "seed": 4},
+        {"policy": "kernel", "sched": "deadline", "deadline": 5, "clients": 2, "jobs": 50},
+        {"policy": "rr", "params": {"quantum": 1}, "affinity": "0", "cpus": 2,
+         "runqueues": "per-cpu",
+         "clients": 2, "jobs": 100},
+    ]
+    got = []
+    for case in cases:
+        by_file = schedlab.simulate(**worlds.translate("sim", case).spec).summary
+        direct = schedlab.simulate(**case).summary
+        assert json.dumps(direct, default=str) == json.dumps(by_file, default=str), case
+        got.append(direct)
+    # By hand: 5 one-shot jobs of 1 ms in a row (1+2+3+4+5)/5; 3 + 2 jobs of 2 ms on 2 CPUs
+    # end at 2, 2, 4, 4, 6.
+    assert (got[0]["jobs"], got[0]["response_mean"]) == (5, 3.0)
+    assert (got[1]["jobs"], got[1]["response_mean"]) == (5, 3.6)
+    assert got[3]["policy"] == "priority" and got[4]["policy"] == "edf"
+    # Pinned to CPU 0, two clients share one CPU of the two.
+    assert got[5]["utilization_per_cpu"][1] == 0.0
+    fifo = schedlab.simulate(**cases[3]).classes.set_index("class")["response_mean"]
+    assert fifo["hi"] < fifo["lo"]
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "kernel", "--sched", "fifo", "--class",
+                          "name=hi rtprio=20 clients=1", "--class", "name=lo rtprio=10 clients=1",
+                          "--jobs", "400", "--think", "exp:2", "--seed", "4"],
+                         capture_output=True, text=True, env=cli_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "policy = kernel fifo: modelled by priority preemptive=True" in text
+    assert f"{got[3]['response_mean']:.4g}" in text
+    # A kernel attribute without the kernel policy, and a run with no model, are refused.
+    for bad, key in (({"sched": "fifo", "clients": 1, "jobs": 1}, "sched"),
+                     ({"classes": [{"rtprio": 3, "clients": 1}], "jobs": 1}, "classes[0].rtprio"),
+                     ({"policy": "kernel", "jobs": 2, "classes": [
+                         {"sched": "fifo", "clients": 1}, {"sched": "other", "clients": 1}]},
+                      "classes")):
+        with pytest.raises(schedlab.SpecError) as e:
+            schedlab.simulate(**bad)
+        assert e.value.key == key, (bad, e.value)

@@ -26,6 +26,7 @@ from schedlab.clikit import (
 from schedlab.summary_rows import replication_warnings, run_notes
 from schedlab.vocabulary import (
     KEYS,
+    flat_spec,
     policy_catalog,
     replication_count,
     several_policies,
@@ -135,16 +136,21 @@ def cmd_sim(args: argparse.Namespace) -> int:
         if outputs["schedule"]:
             spec["keep_schedule"] = True
         return _sim_compare(args, spec, outputs, replications, workers)
+    # Keys the simulator reads through an experiment file's translation (batch, nice, a
+    # kernel policy...): translated here, as there, and said.
+    translated: list[str] = []
+    spec = sim_world.direct_translation(flat_spec(**spec), translated)
     if not any(outputs.values()) and not args.trace_out:
         # The summary and the class table alone: no table to build, so nothing of pandas to
         # import (issue 12).
         if replications > 1:
-            return _sim_replications(args, spec, outputs, replications, workers)
+            return _sim_replications(args, spec, outputs, replications, workers,
+                                    tuple(translated))
         s, classes = sim_world.run_summary_and_classes(spec)
         if args.json:
             print(dumps(_with_classes(with_units(s), classes)))
         else:
-            _print_sim_summary(_sim_title(s), s, run_notes(s, spec), classes)
+            _print_sim_summary(_sim_title(s), s, translated + run_notes(s, spec), classes)
         return 0
     from schedlab.results import write_table
 
@@ -153,7 +159,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if outputs["schedule"] or args.trace_out:
         spec["keep_schedule"] = True
     if replications > 1:
-        return _sim_replications(args, spec, outputs, replications, workers)
+        return _sim_replications(args, spec, outputs, replications, workers,
+                                    tuple(translated))
     result = sim_world.run(spec)
     for key, path in outputs.items():
         if path:
@@ -164,7 +171,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
                                   result.classes.to_dict("records"))))
         return 0
     s = result.summary
-    _print_sim_summary(_sim_title(s), s, run_notes(s, spec), result.classes.to_dict("records"))
+    _print_sim_summary(_sim_title(s), s, translated + run_notes(s, spec),
+                       result.classes.to_dict("records"))
     return 0
 
 
@@ -181,7 +189,7 @@ def _sim_title(s: dict[str, Any]) -> str:
 
 def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
                       outputs: dict[str, str | None], replications: int,
-                      workers: int | None) -> int:
+                      workers: int | None, translated: tuple[str, ...] = ()) -> int:
     """`schedlab sim --replications R`: R independent runs on every core (or --workers),
     summarised with Student-t intervals across them. Without a table to write only the runs'
     summaries are made: no table, and no pandas."""
@@ -213,7 +221,7 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
     notes = [f"{replications} replications, seeds {', '.join(map(str, seeds))} "
              f"(replication_seed(seed, r), as in experiment files); jobs measured: {jobs}",
              f"95% intervals: Student t across the {replications} replications"]
-    notes += replication_warnings(runs, spec)
+    notes += [*translated, *replication_warnings(runs, spec)]
     if len(classes) > 1:
         notes.append("by class: counts added up, every other number averaged over the "
                      "replications (no interval)")
@@ -569,11 +577,11 @@ def _add_world_flags(p: argparse.ArgumentParser, world: Any, title: str) -> None
     p.add_argument("--spec", help="TOML file with the same keys ([params], [[classes]]); "
                    "flags override")
     add_key_flags(p, native_keys(world), skip=("keep_jobs", "keep_schedule"))
+    direct = getattr(world, "DIRECT_CLASS_KEYS", world.NATIVE_CLASS_KEYS)
     p.add_argument("--class", dest="classes", action="append",
-                   type=class_arg(tuple(k for k in world.CLASS_KEYS
-                                        if k in world.NATIVE_CLASS_KEYS)),
+                   type=class_arg(tuple(k for k in world.CLASS_KEYS if k in direct)),
                    metavar="'name=A fraction=F size=D ...'",
-                   help="a class (keys: " + ", ".join(sorted(world.NATIVE_CLASS_KEYS)) + ")")
+                   help="a class (keys: " + ", ".join(sorted(direct)) + ")")
     add_policy_param_flags(p, title)
 
 

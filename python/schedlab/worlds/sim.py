@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import schedlab._core as _core
 from schedlab.vocabulary import (
     DEFAULT_SEED,
+    KERNEL,
     cpu_list,
     flat_spec,
     quoted,
@@ -268,9 +269,15 @@ CLASS_KEYS = {
 # The keys the core reads (its SimSpec); the table's NATIVE keys must be these (a test checks).
 NATIVE_KEYS = frozenset(_core.SIM_KEYS)
 NATIVE_CLASS_KEYS = frozenset(_core.SIM_CLASS_KEYS)
-# What a direct run (the CLI, `simulate`) takes: the native keys, and a profile (core_spec
-# applies it as the table's mapping does).
-DIRECT_KEYS = NATIVE_KEYS | {"profile"}
+# Keys a direct run (the CLI, `simulate`) takes that the simulator reads through an experiment
+# file's translation (`direct_translation`): one-shot processes, a nice or a deadline for every
+# class, the machine's affinity, and a kernel policy's attributes (with `policy = "kernel"`).
+TRANSLATED_KEYS = frozenset({"batch", "nice", "deadline", "affinity"})
+TRANSLATED_CLASS_KEYS = frozenset({"batch"})
+# What a direct run takes: the native keys, those translated, and a profile (core_spec applies
+# it as the table's mapping does).
+DIRECT_KEYS = NATIVE_KEYS | TRANSLATED_KEYS | set(KERNEL_ATTRIBUTES) | {"profile"}
+DIRECT_CLASS_KEYS = NATIVE_CLASS_KEYS | TRANSLATED_CLASS_KEYS | set(KERNEL_ATTRIBUTES)
 
 
 def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
@@ -284,7 +291,7 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
                              f"to what it measured ({measured:.4g}); leave the profile out to "
                              f"model {key} = {given}")
         spec, _notes = profile.apply(spec)
-    core = flat_spec(**spec)
+    core = direct_translation(flat_spec(**spec))
     check_native("sim", KEYS, NATIVE_KEYS, core)
     _check_direct_io(core)
     cpus = core.get("cpus")
@@ -294,6 +301,40 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
                          f"a whole number from 1 to {_core.MAX_CPUS} (the simulator counts its "
                          "CPUs; a list of CPU numbers is the os world's)")
     return core
+
+
+def direct_translation(spec: dict[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
+    """A direct run's spec with the keys the simulator reads through an experiment file's
+    translation translated as a file's are (`batch` as clients of one job each, `nice` and
+    `deadline` in every class, `affinity` in every class, a kernel policy as the textbook
+    policy that models it); as given when it has none. A kernel attribute without the kernel
+    policy, or a run the simulator has no model of, is refused (a file drops or skips it).
+    What the translation did is appended to `notes`."""
+    classes = spec.get("classes") or []
+    kernel = spec.get("policy") == KERNEL
+    if not kernel:
+        places = [(k, spec) for k in KERNEL_ATTRIBUTES] + [
+            (f"classes[{i}].{k}", c) for i, c in enumerate(classes) for k in KERNEL_ATTRIBUTES]
+        for path, table in places:
+            key = path.rpartition(".")[2]
+            if key in table:
+                raise spec_error(path, quoted(table[key]), f"nothing without policy = kernel: "
+                                 f"{KERNEL_NOTE}")
+    if not (kernel or TRANSLATED_KEYS & set(spec)
+            or any(TRANSLATED_CLASS_KEYS & set(c) for c in classes if isinstance(c, dict))):
+        return spec
+    from schedlab.worlds import translate
+
+    # A direct run's profile is the calibrated model's (core_spec applies it), which a
+    # file's sim world leaves out.
+    profile = {k: spec[k] for k in ("profile",) if k in spec}
+    t = translate("sim", {k: v for k, v in spec.items() if k != "profile"})
+    if t.skip is not None:
+        path, value, reason = t.skip
+        raise spec_error(path, value, f"a run the simulator has a model of: {reason}")
+    if notes is not None:
+        notes += [n for n in t.notes if n not in notes]
+    return {**t.spec, **profile}
 
 
 def _check_direct_io(core: dict[str, Any]) -> None:
