@@ -524,6 +524,17 @@ def test_an_experiment_file_given_as_a_runs_spec_says_where_it_goes(tmp_path):
      'experiment.confidence = "0.9": expected a number'),
     (lambda d: d.update(worlds={"sim": {"replications": True}}),
      "worlds.sim.replications = true: expected a whole number"),
+    # An empty list in [quick.sweep] was named sweep.workload.load, where the file has two.
+    (lambda d: d.update(sweep={"workload.load": [0.5, 0.7]},
+                        quick={"sweep": {"workload.load": []}}),
+     "quick.sweep.workload.load = []: expected a non-empty list of values"),
+    # A sweep of one class's fraction: the other class's fraction was named as swept
+    # (sweep.workload.classes[1].fraction); it is where the file has it, the sweep's value
+    # beside it.
+    (lambda d: d.update(sweep={"workload.classes[0].fraction": [0.3]}) or d["workload"].update(
+        classes=[{"name": "x", "fraction": 0.5}, {"name": "y", "fraction": 0.5}]),
+     "workload.classes[1].fraction = 0.5: expected fractions that add up to 1 (these add up "
+     "to 0.8) (at this point of the sweep, sweep.workload.classes[0].fraction = 0.3)"),
 ])
 def test_an_experiments_values_are_refused_in_the_projects_words(change, text):
     import copy

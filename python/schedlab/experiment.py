@@ -450,6 +450,9 @@ def quick_overrides(raw: dict[str, Any]) -> dict[str, Any]:
                 if k != "mode" and k not in sweep:
                     raise spec_error(f"quick.sweep.{k}", _short(table[k]),
                                      "a key of [sweep] (quick can only narrow a sweep)")
+                if k not in ("mode", "case") and not (isinstance(table[k], list) and table[k]):
+                    raise spec_error(f"quick.sweep.{k}", _short(table[k]),
+                                     "a non-empty list of values")
             if "case" in table:  # names of the cases to keep, in order
                 table = dict(table)
                 sweep["case"] = _quick_cases(table.pop("case"), (raw.get("sweep") or {})
@@ -1187,9 +1190,16 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
             path = f"{section}.{key}" if section and section != "policy" else key
         elif key != base and not exact:
             # A sweep that set one key inside a list is the origin of the whole list
-            # (sweep.workload.classes[0].tickets): the key's path goes on from the list's.
+            # (sweep.workload.classes[0].tickets): the key's path goes on from the list's,
+            # unless the key is another one of the list, which lies where the file wrote it
+            # (workload.classes[1].fraction), the sweep's value said beside it.
             nested = re.search(rf"\b{re.escape(base)}\[", path)
-            path = (path[:nested.start() + len(base)] if nested else path) + key[len(base):]
+            swept = path[nested.start():] if nested else None
+            if swept is not None and swept != key and base in KEYS:
+                e.allowed += f" (at this point of the sweep, {path} = {_short(_at(flat, swept))})"
+                path = f"{KEYS[base].section}.{key}"
+            else:
+                path = (path[:nested.start() + len(base)] if nested else path) + key[len(base):]
         value = flat.get(base, e.value) if key != e.key else e.value
         allowed = e.allowed
         if re.match(r"^[A-Za-z]+Error: ", allowed):  # a conversion error from the bindings
@@ -1198,6 +1208,17 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
         given = _given(flat[base], base) if key == base and isinstance(flat.get(base), str) \
             else _short(value)
         raise spec_error(path, given, allowed) from None
+
+
+def _at(flat: dict[str, Any], key: str) -> Any:
+    """The value at a key inside a list ("classes[0].fraction"), None when there is none."""
+    value: Any = flat
+    for name, index in re.findall(r"([A-Za-z_]+)(?:\[(\d+)\])?", key):
+        value = value.get(name) if isinstance(value, dict) else None
+        if index:
+            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) \
+                else None
+    return value
 
 
 def _culprit(flat: dict[str, Any]) -> str | None:
