@@ -1027,3 +1027,43 @@ def test_with_a_dispatch_delay_littles_law_counts_jobs_at_the_machine():
     assert s["mean_in_system"] == pytest.approx(
         s["arrival_rate"] * (s["response_mean"] - 0.2), rel=0.01)
     assert abs(s["mean_in_system"] - s["arrival_rate"] * s["response_mean"]) > 0.05
+
+
+def test_os_world_refusals_the_audit_found_name_the_key():
+    import schedlab
+    from schedlab import osrun
+
+    cases = [
+        # Pinned outside the run's CPUs: the jobs ran on CPU 1 while the utilisation, the load
+        # samples and the noise gate described CPU 0.
+        ({"clients": 2, "size": "det:100", "jobs": 2, "cpus": [0], "affinity": [1]},
+         "affinity = [1]: expected CPUs from [0]"),
+        ({"clients": 2, "size": "det:100", "jobs": 2, "cpus": [0], "start_pinned": [1],
+          "release_after": 5}, "start_pinned = [1]: expected CPUs from [0]"),
+        # An AttributeError before.
+        ({"policy": "rr", "params": [1], "clients": 1, "jobs": 1},
+         "params = [1]: expected a table of policy parameters"),
+        # Named by the coordinator's plan (tasks[0].rtprio) before.
+        ({"clients": 1, "jobs": 1, "sched": "fifo", "rtprio": 99},
+         "rtprio = 99: expected 1..98 for fifo and rr (99 is the watchdog's)"),
+        ({"jobs": 1, "classes": [{"sched": "fifo", "rtprio": 150, "clients": 1}]},
+         "classes[0].rtprio = 150: expected 1..98 for fifo and rr"),
+    ]
+    for spec, text in cases:
+        with pytest.raises(schedlab.SpecError) as e:
+            osrun.validate(spec)
+        assert str(e.value).startswith(text), (spec, str(e.value))
+
+
+def test_a_kernel_policys_rtprio_that_is_no_number_is_refused_not_a_traceback(tmp_path):
+    # The simulator's translation of the kernel policy computed 99 - "high": a TypeError.
+    import schedlab
+
+    exp = {"experiment": {"name": "x", "world": ["os"]},
+           "workload": {"clients": 1, "jobs": 2, "size": "det:1"},
+           "policy": [{"name": "kernel", "sched": "fifo", "rtprio": "high"}]}
+    with pytest.raises(schedlab.SpecError) as e:
+        schedlab.run(exp, out=tmp_path / "out")
+    assert str(e.value) == ('policy[0].rtprio = "high": expected a real-time priority: a whole '
+                            "number, 1..98 for fifo and rr")
+    assert not (tmp_path / "out").exists()

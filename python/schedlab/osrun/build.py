@@ -431,6 +431,10 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
     cpus = plan["cpus"]
     wall = float(raw["wall_ms"])
     start = options["warmup_time"]
+    if warm and len(measured):
+        # A warm-up by count (or the auto cut) ends at the first measured arrival, as the
+        # simulator opens its measured interval: the warm-up's time is not the measured jobs'.
+        start = max(start, float(measured["arrival"].min()))
     end = float(measured["completion"].max()) if len(measured) else wall
     busy = float(np.nansum(tasks["cpu_time"]))
     dispatcher = options["dispatcher"]

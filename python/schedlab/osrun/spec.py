@@ -76,6 +76,10 @@ def _forkable(key: str, n: int) -> None:
                          "worker on this machine)")
 
 
+# A worker's real-time priority: 99 is the coordinator's watchdog's.
+RTPRIO_RULE = "1..98 for fifo and rr (99 is the watchdog's)"
+
+
 def _number(key: str, value: Any, lo: float | None = None, integer: bool = False,
             allowed: str | None = None) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -162,7 +166,10 @@ def _dispatcher(spec: dict[str, Any]) -> str | None:
     if str(name).lower() in KERNEL_POLICIES and str(name).lower() not in ("rr",):
         raise spec_error("policy", name, "a schedlab policy; kernel policies go in the key sched")
     info = find_policy(str(name))
-    params = {k: param_value(k, v) for k, v in (spec.get("params") or {}).items()}
+    given = spec.get("params") or {}
+    if not isinstance(given, dict):
+        raise spec_error("params", given, "a table of policy parameters")
+    params = {k: param_value(k, v) for k, v in given.items()}
     _core.check_discrete(str(name), params or None, _core.DISPATCH_FLUID_REFUSED)
     return info["name"]
 
@@ -245,6 +252,12 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     elif "max_time" in spec:
         raise spec_error("max_time", spec["max_time"], "max_time with precision only (time "
                          "ends any other run)")
+    warm_count = spec.get("warmup", 0)
+    if (jobs is not None and isinstance(warm_count, int) and not isinstance(warm_count, bool)
+            and warm_count > 0):
+        # As in the simulator and the server: `jobs` are measured after the warm-up's, and
+        # the processes run both (they measured jobs - warmup, and nothing at warmup >= jobs).
+        jobs += warm_count
     classes_in = spec.get("classes") or [{}]
     if not isinstance(classes_in, list) or not all(isinstance(c, dict) for c in classes_in):
         raise spec_error("classes", classes_in, "a list of tables")
@@ -319,7 +332,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             raise spec_error(key("sched"), sched, f"one of {', '.join(KERNEL_POLICIES)}")
         rt_classes |= sched in ("fifo", "rr", "deadline")
         if sched in ("fifo", "rr") and "rtprio" not in c and "rtprio" not in spec:
-            raise spec_error(key("rtprio"), "(missing)", "1..98 for fifo and rr")
+            raise spec_error(key("rtprio"), "(missing)", RTPRIO_RULE)
         if sched not in ("fifo", "rr") and "rtprio" in c:
             raise spec_error(key("rtprio"), c["rtprio"], f"nothing for sched = {sched} (rtprio "
                              "is for fifo and rr)")
@@ -343,16 +356,20 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         kernel_weight = _kernel_weight(sched, nice)
         sched_plan: dict[str, Any] = {"policy": sched, "nice": nice}
         if sched in ("fifo", "rr"):
-            sched_plan["rtprio"] = int(_number(key("rtprio"), get("rtprio"), lo=1, integer=True,
-                                               allowed="1..98 for fifo and rr"))
+            rtprio = _number(key("rtprio"), get("rtprio"), lo=1, integer=True,
+                             allowed=RTPRIO_RULE)
+            if rtprio > 98:
+                raise spec_error(key("rtprio"), get("rtprio"), RTPRIO_RULE)
+            sched_plan["rtprio"] = int(rtprio)
         if sched == "deadline":
             for k in ("runtime", "deadline", "period"):
                 if get(k) is not None:
                     sched_plan[k] = _number(key(k), get(k), lo=1e-6, allowed="a number > 0 (ms)")
+        # Among the run's CPUs: its CPU time, its load samples and its noise gate are theirs.
         affinity = get("affinity")
-        affinity = _cpu_list(key("affinity"), affinity, allowed) if affinity is not None else None
+        affinity = _cpu_list(key("affinity"), affinity, cpus) if affinity is not None else None
         start = get("start_pinned")
-        start = _cpu_list(key("start_pinned"), start, allowed) if start is not None else None
+        start = _cpu_list(key("start_pinned"), start, cpus) if start is not None else None
         release = get("release_after")
         if release is not None:
             if start is None:

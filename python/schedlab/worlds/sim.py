@@ -77,8 +77,13 @@ def _policy(t: Translation, key: str) -> None:
     for k in ("runtime", "period"):
         s.pop(k, None)
     if sched in ("fifo", "rr"):
-        for c in t.classes(create=True):
-            c["priority"] = 99 - c.get("rtprio", rtprio)
+        for i, c in enumerate(t.classes(create=True)):
+            p = c.get("rtprio", rtprio)
+            if not (isinstance(p, int) and not isinstance(p, bool)):
+                path = t.class_path(i, "rtprio") if "rtprio" in c else t.path("rtprio")
+                raise spec_error(path, quoted(p), "a real-time priority: a whole number, "
+                                 "1..98 for fifo and rr")
+            c["priority"] = 99 - p
         t.note("policy", f"kernel {sched}", "real-time priority p becomes priority 99 - p "
                "(lower runs first)")
     elif sched == "deadline":
