@@ -512,9 +512,10 @@ def test_intervals_of_runs_too_short_to_trust_are_marked(tmp_path, monkeypatch):
     res = schedlab.run(d, out=out)
     assert not res.summaries["ci_uncorrelated"].any()
     st = res.stats.set_index(["world", "metric"])
-    for metric in ("response_mean", "response_p99", "wait_mean"):
+    # The throughput has the run's own interval too now (it had none), marked as the others.
+    for metric in ("response_mean", "response_p99", "wait_mean", "throughput"):
         assert not st.loc[("sim", metric), "uncorrelated"], metric
-    assert st.loc[("sim", "throughput"), "uncorrelated"]  # no interval: nothing to doubt
+    assert st.loc[("sim", "utilization"), "uncorrelated"]  # no interval: nothing to doubt
     text = make_report(out).read_text()
     table = re.search(r'<table class="response">(.*?)</table>', text, re.S)[1]
     assert table.count("]†") >= 2  # each world's mean (and percentiles)
@@ -1343,3 +1344,104 @@ def test_the_report_names_server_runs_whose_answers_were_not_success():
             "(HTTP 503: 627)") in text and "SJF" not in text
     quiet = pd.DataFrame(rows[1:])
     assert report._not_success_html(SimpleNamespace(summaries=quiet)) == ""
+
+
+def test_the_gap_tables_overlap_is_read_from_the_bounds_it_prints():
+    # One run's intervals are uneven about its mean (skewness) or cut at 0: the reference's
+    # 6.2 [0, 17.4] (half-width 8.7 as stored) and the other world's 16 [15, 17] share
+    # [15, 17], where |16 - 6.2| > 8.7 + 1 said "no overlap".
+    from types import SimpleNamespace
+
+    def stats(world, mean, half, low, high):
+        return {"world": world, "point": 0, "label": "FCFS", "mean": mean, "half_width": half,
+                "ci_low": low, "ci_high": high, "n": 1, "method": "batch means",
+                "uncorrelated": True}
+
+    def res(other):
+        table = pd.DataFrame([stats("sim", 6.2, 8.7, 0.0, 17.4), stats("server", *other)])
+        return SimpleNamespace(metric=lambda m: table, manifest={"worlds": ["sim", "server"]},
+                               labels=["FCFS"], sweep_keys=[], skipped=None,
+                               summaries=pd.DataFrame())
+
+    assert world_gap(res((16.0, 1.0, 15.0, 17.0)))["overlap"].tolist() == [True]
+    assert world_gap(res((19.0, 1.0, 18.0, 20.0)))["overlap"].tolist() == [False]
+
+
+def test_one_runs_stats_keep_the_spread_above_a_cut_and_every_interval_it_has(tmp_path):
+    # One replication of 100 jobs: PS's p95 interval by sectioning reached below 0 and the
+    # summary cut it, [0, high]; the stats table took half of that as the half-width, where
+    # the estimator's spread is high - p95 (sectioning is even about the estimate). The
+    # throughput and the mean slowdown, which every summary carries an interval of, had none.
+    d = {"experiment": {"name": "one", "world": ["sim"], "seed": 1, "keep_jobs": True},
+         "workload": {"load": 0.5, "size": "exp:1", "jobs": 100},
+         "policy": [{"name": "fcfs", "label": "FCFS"}, {"name": "ps", "label": "PS"}]}
+    res = schedlab.run(d, out=tmp_path / "one")
+    st = res.stats.set_index(["label", "metric"])
+    cut = 0
+    for label in ("FCFS", "PS"):
+        jobs = res.jobs[res.jobs["label"] == label].sort_values("completion", kind="stable")
+        done = np.ascontiguousarray(jobs["response"].to_numpy(dtype=float))
+        # The one summary code's p95 and interval over the same jobs (cut at 0 there too).
+        (p95,), ((low, high),) = schedlab._core.quantiles_with_intervals(done, [0.95])
+        row = st.loc[(label, "response_p95")]
+        assert row["mean"] == pytest.approx(p95) and row["method"] == "sectioning"
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))
+        if low == 0:  # cut: the spread is the side above the estimate, more than half of it
+            assert row["half_width"] == pytest.approx(high - p95, rel=1e-9)
+            assert row["half_width"] > (high - low) / 2
+            cut += 1
+        else:
+            assert row["half_width"] == pytest.approx((high - low) / 2, rel=1e-9)
+        s = res.summaries[res.summaries["label"] == label].iloc[0]
+        for metric, method in (("throughput", "batch means of the times between completions"),
+                               ("slowdown_mean", "batch means")):
+            row = st.loc[(label, metric)]
+            assert row["method"] == method
+            assert (row["ci_low"], row["ci_high"]) == pytest.approx(tuple(s[f"{metric}_ci"]))
+    assert cut >= 1  # the case at hand
+    # At another level, one run's own 95% intervals are not passed for it (they were, under
+    # a 90% heading): none, said why; with batches = B asked, the response mean's comes from
+    # the B batch means at that level.
+    d["experiment"]["confidence"] = 0.9
+    st = schedlab.run(d, out=tmp_path / "ninety").stats.set_index(["label", "metric"])
+    for metric in ("response_p95", "response_mean", "throughput"):
+        row = st.loc[("PS", metric)]
+        assert row["method"] == "none: one run's intervals are 95% ones (replications give 0.9)"
+        assert math.isnan(row["ci_low"]) and math.isnan(row["half_width"])
+    d["experiment"]["batches"] = 10
+    st = schedlab.run(d, out=tmp_path / "batches").stats.set_index(["label", "metric"])
+    assert st.loc[("PS", "response_mean"), "method"] == "batch means"
+    assert st.loc[("PS", "response_mean"), "n"] == 10
+    assert math.isfinite(st.loc[("PS", "response_mean"), "half_width"])
+
+
+def test_small_and_large_jobs_pool_every_replication_at_the_files_confidence(tmp_path):
+    # Each replication's per-job table replaced the one before: the bars were the last
+    # replication's alone (its caption said "of every replication"), and the intervals 95%
+    # whatever the file's confidence.
+    from schedlab.experiment import ReportFields
+    from schedlab.report.plots import Context, classes
+
+    d = {"experiment": {"name": "pool", "world": ["sim"], "keep_jobs": True, "seed": 3,
+                        "replications": 3, "confidence": 0.9},
+         "workload": {"load": 0.6, "size": "exp:1", "jobs": 3000},
+         "policy": [{"name": "fcfs"}]}
+    res = schedlab.run(d, out=tmp_path / "pool")
+    jobs = res.jobs
+    assert sorted(jobs["replication"].unique()) == [0, 1, 2]
+    plot = classes(Context(res=res, cfg=ReportFields(), x=None, point=0))
+    lo, hi = np.quantile(jobs["size"], 0.5), np.quantile(jobs["size"], 0.9)
+    assert f"(sim: small up to {lo:.3g}, large from {hi:.3g} ms)" in plot.caption
+    assert "90% intervals treat jobs as independent" in plot.caption
+    small = jobs.loc[jobs["size"] <= lo, "response"]
+    (ax_small, _) = plot.figure.axes
+    (bar,) = ax_small.patches
+    assert bar.get_height() == pytest.approx(small.mean(), rel=1e-12)
+    # Its error bar: Student t at 90% over the pooled small jobs.
+    from scipy import stats as sps
+
+    half = sps.t.ppf(0.95, len(small) - 1) * small.std(ddof=1) / np.sqrt(len(small))
+    (bars,) = [c for c in ax_small.containers if hasattr(c, "lines")]
+    segment = bars.lines[2][0].get_segments()[0]
+    assert (segment[0][1], segment[1][1]) == (pytest.approx(small.mean() - half, rel=1e-9),
+                                              pytest.approx(small.mean() + half, rel=1e-9))

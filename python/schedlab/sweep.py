@@ -796,9 +796,13 @@ def metric_columns(summaries: pd.DataFrame, exp_keys: list[str]) -> list[str]:
 
 # Metrics whose interval one run gives by itself (`<metric>_ci` of the summary, see
 # docs/statistics.md): batch means for the means, sectioning for the percentiles.
-RUN_INTERVALS = {m: "batch means" if m.endswith("_mean") else "sectioning"
-                 for m in ("response_mean", "response_p50", "response_p95", "response_p99",
-                           "wait_mean", "wait_p50", "wait_p95", "wait_p99")}
+RUN_INTERVALS = {**{m: "batch means" if m.endswith("_mean") else "sectioning"
+                    for m in ("response_mean", "response_p50", "response_p95", "response_p99",
+                              "wait_mean", "wait_p50", "wait_p95", "wait_p99",
+                              "slowdown_mean")},
+                 "throughput": "batch means of the times between completions"}
+# The level of the intervals one run gives by itself (the one summary code's).
+RUN_CONFIDENCE = 0.95
 # Percentiles with a theory where the response-time distribution has one.
 THEORY_QUANTILES = {"response_p50": 0.5, "response_p95": 0.95, "response_p99": 0.99}
 
@@ -894,9 +898,18 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
         j = column[m]
         for i, cell in enumerate(firsts[f"{m}_ci"]):
             iv = _run_interval(cell) if n[i, j] == 1 else None
+            if iv is not None and conf != RUN_CONFIDENCE:
+                # Labelled with the file's level, a run's 95% would be passed for another.
+                method[i, j] = (f"none: one run's intervals are {RUN_CONFIDENCE:.0%} ones "
+                                f"(replications give {conf:g})")
+                continue
             if iv is not None:
                 low[i, j], high[i, j] = iv
-                half[i, j], std[i, j], method[i, j] = (iv[1] - iv[0]) / 2, math.nan, how
+                # The estimator's spread: an interval the summary cut at 0 keeps it above.
+                spread = (iv[1] - iv[0]) / 2
+                if iv[0] <= 0 < mean[i, j]:
+                    spread = max(spread, iv[1] - mean[i, j])
+                half[i, j], std[i, j], method[i, j] = spread, math.nan, how
                 flag = firsts["ci_uncorrelated"].iloc[i] if "ci_uncorrelated" in firsts else None
                 if isinstance(flag, bool | np.bool_) and not flag:
                     uncorrelated[i, j] = False

@@ -500,10 +500,13 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
                 diff = row["mean"] - row["ref_mean"]
                 row["diff"] = diff
                 row["rel_diff"] = diff / row["ref_mean"] if row["ref_mean"] else math.nan
-                ha, hb = row["ref_half_width"], row["half_width"]
+                # Do the intervals printed share a point? By their bounds: one run's may be
+                # uneven about its mean (skewness) or cut at 0, where half-widths mislead.
                 # Without an interval on both sides (one run) overlap is unknown: None.
-                row["overlap"] = bool(abs(diff) <= ha + hb) if math.isfinite(diff + ha + hb) \
-                    else None
+                bounds = (row["ref_ci_low"], row["ref_ci_high"], row["ci_low"], row["ci_high"])
+                row["overlap"] = (bool(row["ci_low"] <= row["ref_ci_high"]
+                                       and row["ref_ci_low"] <= row["ci_high"])
+                                  if all(math.isfinite(x) for x in bounds) else None)
                 row["paired"] = paired is not None
                 row["diff_half_width"] = math.nan
                 d = paired.get((pi, label)) if paired is not None else None

@@ -613,9 +613,17 @@ def _single(ctx: Context, name: str, title: str, caption: str, metric: str,
     return Plot(name, title, caption + _flat_caption(ctx, metric, d) + d.coincide, fig)
 
 
+def _percent(ctx: Context) -> str:
+    return f"{100 * _confidence(ctx):.3g}%"
+
+
+def _confidence(ctx: Context) -> float:
+    """The experiment's confidence level (`experiment.confidence`)."""
+    return float(ctx.res.manifest["experiment"].get("experiment", {}).get("confidence", 0.95))
+
+
 def response(ctx: Context) -> Plot:
-    conf = int(round(100 * ctx.res.manifest["experiment"].get("experiment", {})
-                     .get("confidence", 0.95)))
+    conf = int(round(100 * _confidence(ctx)))
     return _single(ctx, "response", "Mean response time",
                    f"Mean response time with {conf}% confidence bands (Student t across "
                    f"replications, or the batch-means interval of one run); {_theory_marks(ctx)}"
@@ -685,8 +693,9 @@ def _traced_kernel_runs(ctx: Context, ax: Axes) -> str:
 
 def percentiles(ctx: Context) -> Plot:
     title = "Tail latency: p95 and p99 of response time"
-    caption = ("Per-run percentiles, averaged over replications, with confidence bands "
-               f"(Student t across replications, or sectioning of one run); {_theory_marks(ctx)}"
+    caption = (f"Per-run percentiles, averaged over replications, with {_percent(ctx)} "
+               "confidence bands (Student t across replications, or sectioning of one run); "
+               f"{_theory_marks(ctx)}"
                " are the quantiles of queueing theory's response-time distribution where it "
                "is known.")
     metrics = ("response_p95", "response_p99")
@@ -805,12 +814,14 @@ def _jobs_at_point(ctx: Context, replication: int | None = 0,
     s = ctx.at_point(ctx.res.summaries, point)
     if replication is not None:
         s = s[s["replication"] == replication]
-    out = {}
+    tables: dict[tuple[str, str], list[Any]] = {}
     for _, row in s.iterrows():
         df = ctx.res.run_table(row["run"], "jobs")
         if df is not None and len(df):
-            out[(row["world"], row["label"])] = df
-    return out
+            tables.setdefault((row["world"], row["label"]), []).append(df)
+    # Every replication's rows when asked for all (each replication replaced the last).
+    return {key: dfs[0] if len(dfs) == 1 else pd.concat(dfs, ignore_index=True)
+            for key, dfs in tables.items()}
 
 
 def classes(ctx: Context) -> Plot:
@@ -820,10 +831,10 @@ def classes(ctx: Context) -> Plot:
     if not cl.empty and cl["class"].nunique() > 1:
         rows = []
         for (world, label, cls), g in cl.groupby(["world", "label", "class"], sort=False):
-            iv = t_interval(g["response_mean"].tolist(), floor=0.0)
+            iv = t_interval(g["response_mean"].tolist(), _confidence(ctx), floor=0.0)
             rows.append((world, label, str(cls), iv.mean, _error_bar(iv)))
         caption = ("Mean response time per job class, averaged over replications with "
-                   "confidence intervals.")
+                   f"{_percent(ctx)} confidence intervals.")
         groups = list(dict.fromkeys(r[2] for r in rows))
     else:
         jobs = _jobs_at_point(ctx, replication=None)
@@ -850,7 +861,8 @@ def classes(ctx: Context) -> Plot:
             lo, hi = bounds[world]
             for name, mask in (("small (half of jobs)", df["size"] <= lo),
                                ("large (top 10% by size)", df["size"] >= hi)):
-                iv = t_interval(df.loc[mask, "response"].tolist(), floor=0.0)
+                iv = t_interval(df.loc[mask, "response"].tolist(), _confidence(ctx),
+                                floor=0.0)
                 rows.append((world, label, name, iv.mean, _error_bar(iv)))
         splits = "; ".join(
             f"{world}: small up to {lo:.3g}, large from {hi:.3g} {ctx.unit('ms')}"
@@ -858,8 +870,8 @@ def classes(ctx: Context) -> Plot:
         same = [w for w in dict.fromkeys(w for w, _ in jobs) if w not in bounds]
         caption = ("Mean response time of the smallest half and the largest tenth of jobs "
                    f"by size (service), each world's split of its own jobs ({splits}); stored "
-                   "per-job rows of every replication; intervals treat jobs as independent, so "
-                   "they are optimistic."
+                   f"per-job rows of every replication; {_percent(ctx)} intervals treat jobs "
+                   "as independent, so they are optimistic."
                    + (f" Not shown: {', '.join(same)}, whose jobs are all of one size "
                       "or have none (a server without an emulated cost)." if same else ""))
         groups = list(dict.fromkeys(r[2] for r in rows))
