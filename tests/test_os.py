@@ -280,6 +280,17 @@ def test_rlimit_rttime_stops_a_runaway_fifo_worker():
     assert r.summary["jobs"] == 0 and r.summary["unfinished"] == 1
 
 
+def test_a_run_stopped_while_its_processes_think_has_nothing_unfinished():
+    # Four processes of 5 ms jobs thinking 100 ms, on one CPU, stopped at 280 ms: they ran
+    # three rounds (0-20, 105-125, 210-230 ms) and were thinking. The 388 jobs of their quota
+    # they never started were counted unfinished; the jobs abandoned while they ran are
+    # (as the simulator counts the jobs still in the system), none here.
+    r = osrun.run({"clients": 4, "jobs": 400, "size": "det:5", "think": "det:100",
+                   "time": 280, "cpus": 1, **QUIET})
+    assert r.summary["jobs"] == 12 and r.summary["unfinished"] == 0
+    assert r.tasks["unfinished"].tolist() == [0, 0, 0, 0]
+
+
 def test_io_bound_jobs_block_voluntarily():
     r = osrun.run({"clients": 1, "jobs": 3, "size": 2, "bursts": 5, "io": "sleep:det:3",
                    "cpus": [0], **QUIET})

@@ -91,7 +91,8 @@ def os_summary(jobs: pd.DataFrame) -> dict:
     n_tasks = 4
     raw = {"wall_ms": wall, "dispatcher": None,
            "coordinator": {"measure_cpu_ms": 0.0, "cpu_ms": 1.0, "samples_taken": 0},
-           "tasks": [{"measure_cpu_ms": 0.0, "unfinished": 0, "jobs_done": 0}] * n_tasks,
+           "tasks": [{"measure_cpu_ms": 0.0, "unfinished": 0, "jobs_done": 0,
+                      "killed": None}] * n_tasks,
            "contended_end_ms": wall, "contended_end": "time", "stopped_by_time": True,
            "stopped_precise": False, "timed_out": False, "missing": {}, "warnings": []}
     plan = {"cpus": [0], "tasks": [{"sched": {"policy": "other"}, "jobs": None}] * n_tasks}
@@ -181,6 +182,14 @@ def test_edge_cases_have_one_answer():
     r = schedlab.simulate("rr", quantum=1, clients=2, size="det:1e6", think="det:0", time=100)
     assert r.summary["jobs"] == 0 and list(r.tasks["service"]) == [50.0, 50.0]
     assert math.isnan(r.summary["context_switches"]) and math.isnan(r.summary["migrations"])
+    # A real world's table with no measured job has no measured interval of its own: no
+    # throughput and no jobs present to count (0 jobs/ms and 0 jobs before, beside three
+    # processes that held the CPU throughout).
+    s, _, _ = results.summarize(job_table().iloc[:0], [], CLASSES,
+                                {"measure_start": 0.0, "measure_end": 3000.0})
+    assert s["jobs"] == 0
+    for key in ("throughput", "arrival_rate", "mean_in_system"):
+        assert math.isnan(s[key]), key
 
 
 def test_an_interval_never_reaches_below_zero():

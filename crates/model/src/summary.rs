@@ -911,10 +911,20 @@ pub fn summarize(
         .collect();
     ends.sort_unstable_by(f64::total_cmp);
     ends.into_iter().for_each(|t| s.add_completion(t));
+    // Without a measured job, a table's world has no measured interval of its own (the
+    // run's wall time stands in): no rate, and no jobs present to count (they were 0, where
+    // every process of a run that measured nothing was present throughout).
+    let none = jobs.is_empty();
     c.arrivals_in_window.get_or_insert(arrivals);
     c.completions_in_window.get_or_insert(completions);
-    c.in_system_area.get_or_insert(area);
-    s.finish(&c, tasks)
+    c.in_system_area
+        .get_or_insert(if none { f64::NAN } else { area });
+    let mut summary = s.finish(&c, tasks);
+    if none {
+        summary.0.throughput = f64::NAN;
+        summary.0.arrival_rate = f64::NAN;
+    }
+    summary
 }
 
 #[cfg(test)]

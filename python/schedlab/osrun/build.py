@@ -456,10 +456,14 @@ def _summary(raw: dict[str, Any], plan: dict[str, Any], options: dict[str, Any],
         policy = "kernel:" + "+".join(kinds)
     else:
         policy = dispatcher
+    # The jobs abandoned while they ran (at `time`, or precise), as the simulator counts the
+    # jobs still in the system; a killed worker (hard timeout, RLIMIT_RTTIME) could not say,
+    # and with jobs left it was in one. The jobs a stopped run never started are no one's:
+    # counted, a stop while the workers thought made them hundreds.
     unfinished = int(sum(t["unfinished"] for t in raw["tasks"]))
-    unfinished += int(sum(max(0, (tp["jobs"] or 0) - t["jobs_done"])
-                          for tp, t in zip(plan["tasks"], raw["tasks"], strict=True)
-                          if tp["jobs"] is not None and t["unfinished"] == 0))
+    unfinished += int(sum(1 for tp, t in zip(plan["tasks"], raw["tasks"], strict=True)
+                          if t["killed"] is not None and t["unfinished"] == 0
+                          and tp["jobs"] is not None and t["jobs_done"] < tp["jobs"]))
     gap = measured["unaccounted"]
     counters = {
         "policy": policy, "seed": options["seed"], "cpus": len(cpus),

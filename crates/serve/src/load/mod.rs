@@ -335,7 +335,10 @@ impl LoadSpec {
         };
         // Clients given to classes are among the closed loop's clients, the rest drawn by
         // the classes' fractions.
-        let given: u64 = classes.iter().map(|c| u64::from(c.clients.unwrap_or(0))).sum();
+        let given: u64 = classes
+            .iter()
+            .map(|c| u64::from(c.clients.unwrap_or(0)))
+            .sum();
         if let Some(i) = classes.iter().rposition(|c| c.clients.unwrap_or(0) > 0) {
             let key = format!("classes[{i}].clients");
             let value = classes[i].clients.unwrap_or(0);
@@ -1071,7 +1074,10 @@ mod tests {
         s.clients = Some(2);
         s.classes = Some(vec![class("a", 1), class("b", 2)]);
         let e = s.validate().err().unwrap();
-        assert_eq!((e.key.as_str(), e.value.as_str()), ("classes[1].clients", "2"));
+        assert_eq!(
+            (e.key.as_str(), e.value.as_str()),
+            ("classes[1].clients", "2")
+        );
         assert!(e.allowed.contains("at most clients (2)"), "{}", e.allowed);
         s.classes = Some(vec![class("a", 1), class("b", 1)]);
         assert!(s.validate().is_ok());
