@@ -1067,3 +1067,23 @@ def test_a_kernel_policys_rtprio_that_is_no_number_is_refused_not_a_traceback(tm
     assert str(e.value) == ('policy[0].rtprio = "high": expected a real-time priority: a whole '
                             "number, 1..98 for fifo and rr")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_os_worlds_io_takes_a_distribution_of_sleeps_as_a_file_does():
+    # `schedlab os --io 3` was refused as "io = det:3.0: expected dsync:BYTES or sleep:DIST",
+    # where an experiment file's io = 3 is sleeps of 3 ms and the simulator's io a
+    # distribution of waits.
+    import schedlab
+    from schedlab import osrun
+
+    base = {"clients": 1, "jobs": 1, "size": "det:1", "bursts": 2}
+    for given, sleeps in ((3, "det:3"), ("exp:2", "exp:2"), ("sleep:det:4", "det:4")):
+        plan = osrun.validate({**base, "io": given})
+        assert plan["tasks"][0]["io"] == {"sleep": sleeps}, given
+    assert osrun.validate({**base, "io": "dsync:4096"})["tasks"][0]["io"] == {"dsync": 4096}
+    for given, text in (("foo:3", "io = foo:3: expected dsync:BYTES, sleep:DIST (e.g. "
+                                  "sleep:det:4), or a distribution of the sleeps"),
+                        ("sleep:", "io = sleep:: expected sleep:DIST with DIST name:params")):
+        with pytest.raises(schedlab.SpecError) as e:
+            osrun.validate({**base, "io": given})
+        assert str(e.value).startswith(text), str(e.value)

@@ -129,8 +129,16 @@ def _io(key: str, value: Any) -> dict[str, Any] | None:
                 raise spec_error(key, value, "dsync:BYTES with BYTES a whole number >= 1")
             return {"dsync": n}
         if kind == "sleep":
-            return {"sleep": _dist(key, rest)}
-    raise spec_error(key, value, "dsync:BYTES or sleep:DIST (e.g. sleep:det:4)")
+            try:
+                return {"sleep": _dist(key, rest)}
+            except _core.SpecError as e:
+                raise spec_error(key, value, f"sleep:DIST with DIST {e.allowed}") from None
+    # A distribution of waits, as the simulator's io and an experiment file's: the sleeps.
+    try:
+        return {"sleep": _dist(key, value)}
+    except _core.SpecError:
+        raise spec_error(key, value, "dsync:BYTES, sleep:DIST (e.g. sleep:det:4), or a "
+                         "distribution of the sleeps") from None
 
 
 # The longest run of real processes accepted (ms): a day.
