@@ -1087,3 +1087,18 @@ def test_the_os_worlds_io_takes_a_distribution_of_sleeps_as_a_file_does():
         with pytest.raises(schedlab.SpecError) as e:
             osrun.validate({**base, "io": given})
         assert str(e.value).startswith(text), str(e.value)
+
+
+@pytest.mark.parametrize("world, machine", [("server", {"cost": "0ms+0.1ms/KB"}), ("os", {})])
+def test_a_policy_parameter_is_named_where_the_file_wrote_it_in_every_world(world, machine):
+    # The server's and the os world's translations checked the policy's parameters and said
+    # "quantum = -1", where the simulator's said policy[1].quantum.
+    import schedlab
+    from schedlab import experiment
+
+    d = {"experiment": {"name": "x", "world": [world]},
+         "workload": {"clients": 2, "jobs": 10, "size": "det:1"}, "machine": machine,
+         "policy": [{"name": "fcfs"}, {"name": "rr", "quantum": -1}]}
+    with pytest.raises(schedlab.SpecError) as e:
+        experiment.load(d)
+    assert str(e.value) == "policy[1].quantum = -1: expected a number > 0"

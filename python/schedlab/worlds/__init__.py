@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import schedlab._core as _core
+from schedlab._core import SpecError
 from schedlab.vocabulary import CLASS_KEYS, KERNEL, KERNEL_PARAMS, KEYS, spec_error
 
 WORLDS = ("sim", "calibrated", "server", "os")
@@ -173,6 +175,15 @@ def every_class(t: Translation, key: str) -> None:
     value = t.spec.pop(key)
     for c in t.classes(create=True):
         c.setdefault(key, value)
+
+
+def policy_service(t: Translation, key: str) -> str:
+    """How the run's policy serves ("discrete" or "fluid", `_core.policy_service`), its
+    parameters checked: a bad one is named where the file wrote it (policy[1].quantum)."""
+    try:
+        return str(_core.policy_service(t.spec[key], t.spec.get("params") or None))
+    except SpecError as e:
+        raise spec_error(t.path(e.key), e.value, e.allowed) from None
 
 
 def io_bursts(t: Translation, to: str) -> None:

@@ -20,6 +20,7 @@ from schedlab.worlds import (
     io_bursts,
     maps,
     os_form,
+    policy_service,
     refuses,
 )
 
@@ -34,7 +35,7 @@ def _policy(t: Translation, key: str) -> None:
     if t.policy_is_kernel():
         t.spec.pop(key)  # no policy: the kernel schedules
         return
-    if _core.policy_service(t.spec[key], t.spec.get("params") or None) == "fluid":
+    if policy_service(t, key) == "fluid":
         t.refuse(t.path(key), t.spec[key], _core.DISPATCH_FLUID_REFUSED)
 
 

@@ -17,7 +17,16 @@ import schedlab._core as _core
 from schedlab import server as machinery
 from schedlab._core import SpecError
 from schedlab.vocabulary import find_policy, param_units, spec_error
-from schedlab.worlds import NATIVE, Translation, check_native, drops, every_class, maps, refuses
+from schedlab.worlds import (
+    NATIVE,
+    Translation,
+    check_native,
+    drops,
+    every_class,
+    maps,
+    policy_service,
+    refuses,
+)
 
 if TYPE_CHECKING:
     from schedlab.results import Result
@@ -34,7 +43,7 @@ def _policy(t: Translation, key: str) -> None:
         t.refuse(t.path(key), f"kernel {sched}", "kernel policies schedule processes: they "
                  "exist in the os world only")
         return
-    if _core.policy_service(v, t.spec.get("params") or None) == "fluid":
+    if policy_service(t, key) == "fluid":
         t.refuse(t.path(key), v, _core.SERVE_FLUID_REFUSED)
     elif "params" not in t.spec:
         _params(t, "params")  # the defaults of work parameters are ms too
