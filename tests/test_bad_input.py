@@ -1043,6 +1043,8 @@ def test_os_world_refusals_the_audit_found_name_the_key():
         # An AttributeError before.
         ({"policy": "rr", "params": [1], "clients": 1, "jobs": 1},
          "params = [1]: expected a table of policy parameters"),
+        ({"params": "x", "clients": 1, "jobs": 1},  # under the kernel: a ValueError before
+         "params = x: expected a table of policy parameters"),
         # Named by the coordinator's plan (tasks[0].rtprio) before.
         ({"clients": 1, "jobs": 1, "sched": "fifo", "rtprio": 99},
          "rtprio = 99: expected 1..98 for fifo and rr (99 is the watchdog's)"),
@@ -1064,25 +1066,31 @@ def test_a_kernel_policys_rtprio_that_is_no_number_is_refused_not_a_traceback(tm
            "policy": [{"name": "kernel", "sched": "fifo", "rtprio": "high"}]}
     with pytest.raises(schedlab.SpecError) as e:
         schedlab.run(exp, out=tmp_path / "out")
-    assert str(e.value) == ('policy[0].rtprio = "high": expected a real-time priority: a whole '
-                            "number, 1..98 for fifo and rr")
+    assert str(e.value) == ('policy[0].rtprio = "high": expected a real-time priority: '
+                            "1..98 for fifo and rr (99 is the watchdog's)")
     assert not (tmp_path / "out").exists()
+    # Out of range, the simulator's model of it was priority 99 - 150 = -51 without a word.
+    with pytest.raises(schedlab.SpecError) as e:
+        schedlab.simulate(policy="kernel", sched="fifo", rtprio=150, clients=1, jobs=1)
+    assert str(e.value).startswith("rtprio = 150: expected a real-time priority: 1..98")
 
 
-def test_the_os_worlds_io_takes_a_distribution_of_sleeps_as_a_file_does():
-    # `schedlab os --io 3` was refused as "io = det:3.0: expected dsync:BYTES or sleep:DIST",
-    # where an experiment file's io = 3 is sleeps of 3 ms and the simulator's io a
-    # distribution of waits.
+def test_the_os_worlds_io_names_its_forms_and_what_a_distribution_alone_is():
+    # `schedlab os --io 3` was refused as "io = det:3.0: expected dsync:BYTES or sleep:DIST":
+    # a distribution alone is the simulator's wait between bursts (an experiment file
+    # translates it to bursts - 1 sleeps), which a direct run must not read as a sleep after
+    # every burst. Refused, saying so; the os world's own forms are taken.
     import schedlab
     from schedlab import osrun
 
     base = {"clients": 1, "jobs": 1, "size": "det:1", "bursts": 2}
-    for given, sleeps in ((3, "det:3"), ("exp:2", "exp:2"), ("sleep:det:4", "det:4")):
-        plan = osrun.validate({**base, "io": given})
-        assert plan["tasks"][0]["io"] == {"sleep": sleeps}, given
+    assert osrun.validate({**base, "io": "sleep:det:4"})["tasks"][0]["io"] == {"sleep": "det:4"}
     assert osrun.validate({**base, "io": "dsync:4096"})["tasks"][0]["io"] == {"dsync": 4096}
-    for given, text in (("foo:3", "io = foo:3: expected dsync:BYTES, sleep:DIST (e.g. "
-                                  "sleep:det:4), or a distribution of the sleeps"),
+    for given, text in ((3, "io = 3: expected dsync:BYTES or sleep:DIST after each burst"),
+                        ("exp:2", "io = exp:2: expected dsync:BYTES or sleep:DIST after each "
+                                  "burst (e.g. sleep:det:4); a distribution alone is the "
+                                  "simulator's wait between bursts, which an experiment file "
+                                  "translates"),
                         ("sleep:", "io = sleep:: expected sleep:DIST with DIST name:params")):
         with pytest.raises(schedlab.SpecError) as e:
             osrun.validate({**base, "io": given})

@@ -687,8 +687,12 @@ def test_a_real_runs_requests_become_a_closed_trace():
     # ms of service (files of 1 KiB, 0 and 2 KiB at 0.25 ms + 0.02 ms/KiB).
     jobs = pd.DataFrame({"client": [7, 3, 3, 7], "arrival": [0.0, 2.0, 3.0, 10.0],
                          "completion": [4.0, 5.0, 3.5, 12.0],
-                         "size": [0.27, 0.25, 0.25, 0.29], "error": [0, 0, 1, 0]})
+                         "size": [0.27, 0.25, 0.25, 0.29], "error": [0, 0, 1, 0],
+                         "status": [200, 200, 0, 200]})
     trace = replay_trace(jobs)
+    # An answer that is no file (a 503 of a full server) is not served either.
+    refused = jobs.assign(error=0, status=[200, 200, 503, 200])
+    assert replay_trace(refused).iloc[:3].equals(trace.iloc[:3])
     recorded = trace.iloc[:3]
     assert recorded["task"].tolist() == [0, 1, 1]
     assert recorded["think"].tolist() == pytest.approx([2.0, 0.0, 6.0])

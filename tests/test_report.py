@@ -1337,7 +1337,9 @@ def test_the_report_names_server_runs_whose_answers_were_not_success():
              "status": '{"200": 1870, "503": 627}'},
             {"world": "server", "label": "SJF", "point": 0, "replication": 0,
              "status": '{"200": 2497}'},
-            {"world": "sim", "label": "FCFS", "point": 0, "replication": 0, "status": None}]
+            {"world": "sim", "label": "FCFS", "point": 0, "replication": 0, "status": None},
+            {"world": "server", "label": "RR", "point": 0, "replication": 0,
+             "status": math.nan}]  # none recorded
     text = report._not_success_html(SimpleNamespace(summaries=pd.DataFrame(rows)))
     assert 'id="not-success-warning"' in text and "1 server run had" in text
     assert ("server, FCFS, point 0, replication 1: 627 of 2497 responses were not success "
@@ -1393,6 +1395,9 @@ def test_one_runs_stats_keep_the_spread_above_a_cut_and_every_interval_it_has(tm
         else:
             assert row["half_width"] == pytest.approx((high - low) / 2, rel=1e-9)
         s = res.summaries[res.summaries["label"] == label].iloc[0]
+        # The mean response's spread is its precision's, whatever the cut.
+        assert st.loc[(label, "response_mean"), "half_width"] == pytest.approx(
+            s["response_mean_precision"] * s["response_mean"], rel=1e-12)
         for metric, method in (("throughput", "batch means of the times between completions"),
                                ("slowdown_mean", "batch means")):
             row = st.loc[(label, metric)]

@@ -839,16 +839,22 @@ def test_run_until_precise_stops_when_precise_or_at_max_time() -> None:
     # Measured up to the request that met the rule (replayed over the served requests in
     # completion order), not the ones in flight when the sending stopped: the interval is
     # the one the rule stopped on.
-    ok = r.jobs[r.jobs["error"] == 0].sort_values("completion", kind="stable")
-    done = np.ascontiguousarray(ok["response"].to_numpy(dtype=float))
+    ok = r.jobs[(r.jobs["error"] == 0) & r.jobs["status"].between(200, 299)]
+    done = np.ascontiguousarray(ok.sort_values("completion", kind="stable")["response"]
+                                .to_numpy(dtype=float))
     assert s["jobs"] == schedlab._core.precise_prefix(done, 0.03, 500) <= len(ok)
     assert (hi - lo) / 2 <= 0.03 * s["response_mean"] and s["response_mean_precision"] <= 0.03
     assert s["jobs"] >= 500 and s["errors"] == 0  # the first look comes after jobs
     # Precise long before the cap's 12,000 requests (measured: at 3,384, in 9 s).
     assert s["jobs"] < 6000
     # Too tight for the cap: it stops sending at max_time and says so, with its numbers.
-    capped = run({**spec, "precision": 0.0001, "max_time": 1000}).summary
+    capped_run = run({**spec, "precision": 0.0001, "max_time": 1000})
+    capped = capped_run.summary
     assert capped["precision_reached"] is False and capped["response_mean_precision"] > 0.0001
+    # Stopped by the cap, not the rule: every file served is measured, none cut.
+    served = capped_run.jobs[(capped_run.jobs["error"] == 0)
+                             & capped_run.jobs["status"].between(200, 299)]
+    assert capped["jobs"] == len(served)
     assert 250 < capped["jobs"] < 550  # 1 s at 400 requests/s
     assert capped["duration"] < 1500
 
@@ -878,7 +884,7 @@ def test_load_command_runs_until_precise_and_warns_at_its_cap(root: Path,
     assert easy.returncode == 0, easy.stderr
     s = json.loads(easy.stdout)
     # 12,000 requests in the cap; precise long before it (the API's test: at 3,384).
-    assert s["precision"] == 0.03 and s["precision_reached"] is True
+    assert s["precision"] == 0.03 and s["precision_reached"] is True and s["stopped_precise"]
     assert s["response_mean_precision"] <= 0.03 and 500 <= s["requests"] < 6000
     # Measured up to the request that met the rule, as in the server world; the table holds
     # the ones in flight when the sending stopped too.

@@ -195,7 +195,12 @@ def test_keys_a_file_translates_run_directly_as_the_file_runs_them():
                      ({"classes": [{"rtprio": 3, "clients": 1}], "jobs": 1}, "classes[0].rtprio"),
                      ({"policy": "kernel", "jobs": 2, "classes": [
                          {"sched": "fifo", "clients": 1}, {"sched": "other", "clients": 1}]},
-                      "classes")):
+                      "classes"),
+                     # The os world's forms a file translates stay refused in a direct run,
+                     # whatever else it translates (with batch, cpus = [0, 2] became 2).
+                     ({"cpus": [0, 2], "batch": 5}, "cpus"),
+                     ({"io": "sleep:det:3", "nice": 0, "clients": 1, "jobs": 2, "bursts": 2},
+                      "io")):
         with pytest.raises(schedlab.SpecError) as e:
             schedlab.simulate(**bad)
         assert e.value.key == key, (bad, e.value)

@@ -96,11 +96,12 @@ def cut_at_precise(measured: pd.DataFrame, precision: float,
                    first_look: int | None) -> pd.DataFrame:
     """A real run its precision rule stopped: the measured jobs up to the one that met the
     rule, found by replaying the rule (`_core.precise_prefix`) over their responses in
-    completion order. A real world decides while its jobs run on; the ones that completed
-    before it stopped them are not measured, as the simulator's run ends at the job that made
-    it precise, so the summary's interval is the one the rule stopped on. All of them when
-    the replay never meets the rule (the world watched a set the summary does not measure:
-    a warm-up by count is the first jobs to complete there, the first to arrive here)."""
+    completion order. A real world decides while its jobs run on; the ones that complete
+    after the rule was met, while the world stops, are not measured, so that the summary's
+    interval is the one the rule stopped on (the simulator, which can, stops its arrivals and
+    finishes the jobs present, measured). All of them when the replay never meets the rule
+    (the world watched a set the summary does not measure: a warm-up by count is the first
+    jobs to complete there, the first to arrive here)."""
     if measured.empty:
         return measured
     ordered = measured.sort_values("completion", kind="stable")

@@ -620,10 +620,12 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
         early = jobs["arrival"] < float(warmup_time)
         counted["warmup"] += int(early.sum())
         jobs = jobs[~early].reset_index(drop=True)
+    auto_cut = 0
     if p.auto_warmup:
-        jobs, counted["warmup"] = cut_auto_warmup(jobs)
+        jobs, auto_cut = cut_auto_warmup(jobs)
+        counted["warmup"] += auto_cut
     ok = jobs[served(jobs)]
-    if "precision" in p.load:
+    if counted.get("stopped_precise"):
         ok = cut_at_precise(ok, p.load["precision"], p.load.get("jobs"))
     summary, classes, tasks = _summary(p, ok, jobs, counted, stats)
     if "noise" in raw:
@@ -637,7 +639,7 @@ def _result(p: Plan, raw: dict[str, Any], stats: dict[str, Any],
         # The requests a replay leaves out at its start: the generator's warm-up and the
         # ones `warmup = "auto"` cut (failed requests are in neither the trace nor the count).
         warm_ok = int((sent["warm"] & served(sent)).sum())
-        trace.attrs["warmup"] = warm_ok + (int(counted["warmup"]) if p.auto_warmup else 0)
+        trace.attrs["warmup"] = warm_ok + auto_cut
     return Result(summary=summary, jobs=jobs, classes=classes, tasks=tasks,
                   schedule=schedule, spec={"world": "server", **p.spec}, replay_trace=trace)
 

@@ -206,8 +206,13 @@ def not_success(s: dict[str, Any]) -> str | None:
     (a dict, or its JSON as a stored summary holds it), None when every answer was a 2xx."""
     status = s.get("status")
     if isinstance(status, str):
-        status = json.loads(status)
-    status = {k: v for k, v in (status or {}).items() if finite_number(v)}
+        try:
+            status = json.loads(status)
+        except ValueError:
+            return None
+    if not isinstance(status, dict):  # none recorded (NaN in a table of several worlds)
+        return None
+    status = {k: v for k, v in status.items() if finite_number(v)}
     failed = {k: v for k, v in status.items() if not str(k).startswith("2")}
     if not failed:
         return None

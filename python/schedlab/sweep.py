@@ -905,9 +905,16 @@ def statistics(summaries: pd.DataFrame, exp: ex.Experiment) -> pd.DataFrame:
                 continue
             if iv is not None:
                 low[i, j], high[i, j] = iv
-                # The estimator's spread: an interval the summary cut at 0 keeps it above.
+                # The estimator's spread, which the summary's cut at 0 hides: the response
+                # mean's is its precision; a section's interval is even about its estimate,
+                # so the side above is it. (A batch-means interval is uneven about its mean,
+                # skewness adjusted: the other means keep half of what is left.)
                 spread = (iv[1] - iv[0]) / 2
-                if iv[0] <= 0 < mean[i, j]:
+                precision = firsts["response_mean_precision"].iloc[i] \
+                    if "response_mean_precision" in firsts else math.nan
+                if m == "response_mean" and math.isfinite(precision):
+                    spread = float(precision) * abs(float(mean[i, j]))
+                elif how == "sectioning" and iv[0] <= 0 < mean[i, j]:
                     spread = max(spread, iv[1] - mean[i, j])
                 half[i, j], std[i, j], method[i, j] = spread, math.nan, how
                 flag = firsts["ci_uncorrelated"].iloc[i] if "ci_uncorrelated" in firsts else None

@@ -43,6 +43,8 @@ CLASS_KEYS: dict[str, Key] = {k["name"]: Key(**k) for k in _core.CLASS_VOCABULAR
 # `policy = "kernel"`: the kernel's own policies (os world), whose parameters are the keys of
 # section "policy" other than policy and params.
 KERNEL = "kernel"
+# A worker's real-time priority under kernel fifo and rr: 99 is the os world's watchdog's.
+RTPRIO_RULE = "1..98 for fifo and rr (99 is the watchdog's)"
 # The kernel's policies (`sched`), and how reports name them.
 KERNEL_POLICIES = ("other", "batch", "idle", "fifo", "rr", "deadline")
 KERNEL_LABELS = {"other": "CFS", "batch": "BATCH", "idle": "IDLE", "fifo": "FIFO", "rr": "RR",
@@ -93,7 +95,7 @@ LOAD_SUMMARY_UNITS: dict[str, str] = {
     "warmup": "count", "bytes": "bytes", "duration": "ms", "sending_ended": "ms",
     "throughput_rps": "requests/s", "throughput_rps_ci": "requests/s",
     "offered_rate": "requests/s", "connections": "count", "threads": "count", "start_ns": "ns",
-    "precision": "ratio",
+    "precision": "ratio", "stopped_precise": "bool",
     "response_mean_precision": "ratio", "ci_uncorrelated": "bool",
     **{f"response_{q}": "ms" for q in ("mean", "std", "p50", "p90", "p95", "p99", "p999",
                                         "max")},

@@ -619,10 +619,11 @@ impl PrecisionWatch {
     }
 }
 
-/// How many of `responses` (measured, in completion order) a run until precise measures: the
-/// count at which the rule (`PrecisionWatch`) stops it, None when they never meet it. A real
-/// world decides while jobs still complete, and the ones completed after its decision are not
-/// measured, as the simulator's run ends at the job that made it precise.
+/// How many of `responses` (measured, in completion order) a real run until precise measures:
+/// the count at which the rule (`PrecisionWatch`) met the precision, None when they never
+/// meet it. A real world decides while its jobs run on; the ones that complete while it stops
+/// are left out, so that its interval is the one the rule stopped on. (The simulator, which
+/// can, stops its arrivals and finishes the jobs present, measured: a handful.)
 pub fn precise_prefix(responses: &[f64], target: f64, first_look: Option<u64>) -> Option<usize> {
     let mut watch = PrecisionWatch::new(target, first_look);
     responses.iter().position(|&x| watch.add(x)).map(|i| i + 1)

@@ -15,6 +15,7 @@ import schedlab._core as _core
 from schedlab.vocabulary import (
     KERNEL,
     KERNEL_POLICIES,
+    RTPRIO_RULE,
     cpu_list,
     find_policy,
     param_value,
@@ -76,10 +77,6 @@ def _forkable(key: str, n: int) -> None:
                          "worker on this machine)")
 
 
-# A worker's real-time priority: 99 is the coordinator's watchdog's.
-RTPRIO_RULE = "1..98 for fifo and rr (99 is the watchdog's)"
-
-
 def _number(key: str, value: Any, lo: float | None = None, integer: bool = False,
             allowed: str | None = None) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -133,12 +130,11 @@ def _io(key: str, value: Any) -> dict[str, Any] | None:
                 return {"sleep": _dist(key, rest)}
             except _core.SpecError as e:
                 raise spec_error(key, value, f"sleep:DIST with DIST {e.allowed}") from None
-    # A distribution of waits, as the simulator's io and an experiment file's: the sleeps.
-    try:
-        return {"sleep": _dist(key, value)}
-    except _core.SpecError:
-        raise spec_error(key, value, "dsync:BYTES, sleep:DIST (e.g. sleep:det:4), or a "
-                         "distribution of the sleeps") from None
+    # A distribution alone is the simulator's wait between two bursts, which an experiment
+    # file translates (bursts - 1 sleeps); here each burst is followed by its I/O.
+    raise spec_error(key, value, "dsync:BYTES or sleep:DIST after each burst (e.g. "
+                     "sleep:det:4); a distribution alone is the simulator's wait between "
+                     "bursts, which an experiment file translates")
 
 
 # The longest run of real processes accepted (ms): a day.
@@ -208,9 +204,10 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     else:
         cpus = _cpu_list("cpus", cpus_v, allowed)
     dispatcher = _dispatcher(spec)
-    params = dict(spec.get("params") or {})
+    params = spec.get("params") or {}
     if not isinstance(params, dict):
         raise spec_error("params", params, "a table of policy parameters")
+    params = dict(params)
     if dispatcher is None and params:
         raise spec_error("params", params, "nothing under the kernel (params belong to a "
                          "schedlab policy: set policy)")

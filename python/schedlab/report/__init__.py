@@ -24,7 +24,9 @@ from schedlab.report.plots import (
     STYLE,
     Context,
     Plot,
+    confidence_of,
     keys_sharing_runs,
+    percent_of,
     tag_figure,
 )
 from schedlab.stats import t_interval
@@ -249,9 +251,7 @@ def _percentile_cell(r: Any | None) -> str:
 
 
 def _confidence(res: Any) -> float:
-    """The experiment's confidence level for intervals (`[experiment] confidence`)."""
-    return float(res.manifest.get("experiment", {}).get("experiment", {})
-                 .get("confidence", 0.95))
+    return confidence_of(res)
 
 
 def _response_table(res: Any) -> str:
@@ -260,16 +260,16 @@ def _response_table(res: Any) -> str:
         return "<p>No response times in the results.</p>"
     keys = res.sweep_keys
     multi_world = st["world"].nunique() > 1
-    conf = int(round(100 * _confidence(res)))
+    conf = percent_of(res)  # 99.5%, not 100%
     # Percentile columns once the stats table has their intervals (one run's sectioning, or
     # replications).
     tails = {m: res.metric(m).set_index(["world", "point", "label"]) for m in PERCENTILES}
     tails = {m: t for m, t in tails.items() if not t.empty and t["ci_low"].notna().any()}
     unit = res.time_unit  # ms, or the file's unit (xv6's ticks)
     head = ((["world"] if multi_world else []) + keys
-            + ["policy", f"mean ({unit})", f"{conf}% CI ({unit})", "n", "method",
+            + ["policy", f"mean ({unit})", f"{conf} CI ({unit})", "n", "method",
                f"theory ({unit})", "vs theory"]
-            + [f"{m.removeprefix('response_')} [{conf}% CI] ({unit})" for m in tails])
+            + [f"{m.removeprefix('response_')} [{conf} CI] ({unit})" for m in tails])
     rows = []
     shared = _keys_not_changing_runs(res)
     shown: set[tuple] = set()
@@ -502,7 +502,7 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
                 row["rel_diff"] = diff / row["ref_mean"] if row["ref_mean"] else math.nan
                 # Do the intervals printed share a point? By their bounds: one run's may be
                 # uneven about its mean (skewness) or cut at 0, where half-widths mislead.
-                # Without an interval on both sides (one run) overlap is unknown: None.
+                # Without finite bounds on both sides overlap is unknown: None.
                 bounds = (row["ref_ci_low"], row["ref_ci_high"], row["ci_low"], row["ci_high"])
                 row["overlap"] = (bool(row["ci_low"] <= row["ref_ci_high"]
                                        and row["ref_ci_low"] <= row["ci_high"])
@@ -656,11 +656,11 @@ def _metric_gap_html(res: Any, metric: str) -> list[str]:
              "its own interval, from the replications' "
              "differences, and the last column says whether it holds 0.</p>"]
     marked = False
-    conf = int(round(100 * _confidence(res)))
+    conf = percent_of(res)  # 99.5%, not 100%
     for (ref, world), g in gap.groupby(["reference", "world"], sort=False):
         paired = bool(g["paired"].any())
-        head = keys + ["policy", f"{ref}: mean [{conf}% CI] ({unit})",
-                       f"{world}: mean [{conf}% CI] ({unit})",
+        head = keys + ["policy", f"{ref}: mean [{conf} CI] ({unit})",
+                       f"{world}: mean [{conf} CI] ({unit})",
                        f"{world} − {ref}" + (" ± CI (paired)" if paired else "") + f" ({unit})",
                        "relative", "CI of the gap holds 0" if paired else "CIs overlap"]
         rows = []

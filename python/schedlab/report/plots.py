@@ -613,19 +613,28 @@ def _single(ctx: Context, name: str, title: str, caption: str, metric: str,
     return Plot(name, title, caption + _flat_caption(ctx, metric, d) + d.coincide, fig)
 
 
-def _percent(ctx: Context) -> str:
-    return f"{100 * _confidence(ctx):.3g}%"
+def confidence_of(res: Any) -> float:
+    """The experiment's confidence level for intervals (`[experiment] confidence`)."""
+    return float(res.manifest.get("experiment", {}).get("experiment", {})
+                 .get("confidence", 0.95))
+
+
+def percent_of(res: Any) -> str:
+    """The confidence level as a caption says it (95%, 99.5%)."""
+    return f"{100 * confidence_of(res):.3g}%"
 
 
 def _confidence(ctx: Context) -> float:
-    """The experiment's confidence level (`experiment.confidence`)."""
-    return float(ctx.res.manifest["experiment"].get("experiment", {}).get("confidence", 0.95))
+    return confidence_of(ctx.res)
+
+
+def _percent(ctx: Context) -> str:
+    return percent_of(ctx.res)
 
 
 def response(ctx: Context) -> Plot:
-    conf = int(round(100 * _confidence(ctx)))
     return _single(ctx, "response", "Mean response time",
-                   f"Mean response time with {conf}% confidence bands (Student t across "
+                   f"Mean response time with {_percent(ctx)} confidence bands (Student t across "
                    f"replications, or the batch-means interval of one run); {_theory_marks(ctx)}"
                    " are the closed forms of queueing theory where one exists.",
                    "response_mean", theory=True)
@@ -1124,7 +1133,11 @@ def load(ctx: Context) -> Plot:
         ax.set_ylabel(ylabel)
     figure_legend(fig, axes[0])
     _suptitle(fig, title + ctx.point_desc())
-    caption = "Busy fraction of each CPU over the measured interval, mean of replications."
+    # One word for three windows would mislead: the real worlds count CPU time per process
+    # (docs/os.md, docs/server.md), not per interval.
+    caption = ("Busy fraction of each CPU, mean of replications: over the measured interval "
+               "in the simulator, over the whole run (warm-up included) in the server and os "
+               "worlds, whose CPU time is counted per worker, not per interval.")
     if len(panels) > 1 or not panels[0][1].startswith("utilisation"):
         caption += (" Runnable tasks (running or waiting) on each CPU's runqueue, time-weighted "
                     "mean over the measured interval (os: sampled at a fixed period).")

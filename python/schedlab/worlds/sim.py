@@ -12,6 +12,7 @@ import schedlab._core as _core
 from schedlab.vocabulary import (
     DEFAULT_SEED,
     KERNEL,
+    RTPRIO_RULE,
     cpu_list,
     flat_spec,
     quoted,
@@ -79,10 +80,9 @@ def _policy(t: Translation, key: str) -> None:
     if sched in ("fifo", "rr"):
         for i, c in enumerate(t.classes(create=True)):
             p = c.get("rtprio", rtprio)
-            if not (isinstance(p, int) and not isinstance(p, bool)):
+            if not (isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 98):
                 path = t.class_path(i, "rtprio") if "rtprio" in c else t.path("rtprio")
-                raise spec_error(path, quoted(p), "a real-time priority: a whole number, "
-                                 "1..98 for fifo and rr")
+                raise spec_error(path, quoted(p), f"a real-time priority: {RTPRIO_RULE}")
             c["priority"] = 99 - p
         t.note("policy", f"kernel {sched}", "real-time priority p becomes priority 99 - p "
                "(lower runs first)")
@@ -298,14 +298,19 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
         spec, _notes = profile.apply(spec)
     core = direct_translation(flat_spec(**spec))
     check_native("sim", KEYS, NATIVE_KEYS, core)
-    _check_direct_io(core)
-    cpus = core.get("cpus")
+    return core
+
+
+def _check_direct(spec: dict[str, Any]) -> None:
+    """What a direct run takes in the simulator's own forms, checked before any translation
+    (which takes the os world's as well: with batch given, cpus = [0, 2] would become 2)."""
+    _check_direct_io(spec)
+    cpus = spec.get("cpus")
     if cpus is not None and not (type(cpus) is int and cpus >= 1):
         # Said once for every wrong form (text, a list, 0, -2), as the core says a count too large.
         raise spec_error("cpus", quoted(cpus),
                          f"a whole number from 1 to {_core.MAX_CPUS} (the simulator counts its "
                          "CPUs; a list of CPU numbers is the os world's)")
-    return core
 
 
 def direct_translation(spec: dict[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
@@ -315,6 +320,7 @@ def direct_translation(spec: dict[str, Any], notes: list[str] | None = None) -> 
     policy that models it); as given when it has none. A kernel attribute without the kernel
     policy, or a run the simulator has no model of, is refused (a file drops or skips it).
     What the translation did is appended to `notes`."""
+    _check_direct(spec)
     classes = spec.get("classes") or []
     kernel = spec.get("policy") == KERNEL
     if not kernel:

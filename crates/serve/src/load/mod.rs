@@ -610,11 +610,14 @@ pub struct LoadSummary {
     /// CLOCK_MONOTONIC ns of the run's time 0 (to align the server's log).
     pub start_ns: u64,
     /// A run until precise: the precision asked for, whether the measured mean reached it,
-    /// and the mean's precision, in completion order (the summary's definitions). Measured
-    /// up to the response that met the rule when it did, before the time cap.
+    /// and the mean's precision, in completion order (the summary's definitions); whether
+    /// the rule stopped the sending (false: the time cap did). When it did, the responses are
+    /// measured up to the one that met it (`precise_prefix`): the requests in flight then are
+    /// served, counted in `status`, `bytes` and the HDR log, not measured.
     pub precision: Option<f64>,
     pub precision_reached: Option<bool>,
     pub response_mean_precision: Option<f64>,
+    pub stopped_precise: Option<bool>,
 }
 
 pub struct LoadOutput {
@@ -722,7 +725,7 @@ pub fn run(cfg: &LoadConfig) -> io::Result<LoadOutput> {
         eprintln!();
     }
     let start_ns = start.load(Relaxed);
-    merge(cfg, outs, start_ns)
+    merge(cfg, outs, start_ns, progress.precise.load(Relaxed))
 }
 
 /// The measured responses' part of the summary: `measured` holds (intended send, completion)
@@ -803,7 +806,12 @@ fn summarize_responses(
         .collect();
 }
 
-fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::Result<LoadOutput> {
+fn merge(
+    cfg: &LoadConfig,
+    outs: Vec<engine::ThreadOut>,
+    start_ns: u64,
+    stopped_precise: bool,
+) -> io::Result<LoadOutput> {
     let mut measured: Vec<(u64, u64)> = Vec::new();
     let mut intervals: Vec<Histogram<u64>> = Vec::new();
     let mut s = LoadSummary {
@@ -863,15 +871,21 @@ fn merge(cfg: &LoadConfig, outs: Vec<engine::ThreadOut>, start_ns: u64) -> io::R
     }
     s.duration = ms_since(start_ns, last_done);
     s.sending_ended = ms_since(start_ns, stopped);
-    if let Some(target) = cfg.precision {
-        // Measured up to the response that met the rule, as the simulator's run ends at the
-        // job that made it precise: the ones still in flight when the sending stopped are
-        // served but not measured, and the interval is the one the rule stopped on.
+    s.stopped_precise = cfg.precision.map(|_| stopped_precise);
+    if let (Some(target), true) = (cfg.precision, stopped_precise) {
+        // The rule stopped the sending while requests were in flight: measured up to the
+        // response that met it, so that the interval is the one it stopped on (the
+        // simulator, which can, finishes the jobs present instead: a handful).
         measured.sort_by_key(|&(intended, done)| (done, intended));
         let response: Vec<f64> = measured.iter().map(|&(i, d)| ms_since(i, d)).collect();
         if let Some(n) = precise_prefix(&response, target, cfg.jobs) {
             measured.truncate(n);
             last_done = measured.last().map_or(last_done, |&(_, done)| done);
+            first_measured = measured
+                .iter()
+                .map(|&(i, _)| i)
+                .min()
+                .unwrap_or(first_measured);
         }
     }
     s.requests = measured.len() as u64;
