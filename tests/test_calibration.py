@@ -845,8 +845,15 @@ def test_an_os_profile_predicts_batches_of_real_processes(tmp_path):
     got = {}
     for name, case in cases.items():
         run = {**case, "cpus": 2, "seed": 3}
-        reals = [os_world.run(worlds.translate("os", run).spec).summary for _ in range(3)]
-        real = {k: float(np.median([s[k] for s in reals])) for k in ("response_mean",
+        # A batch others disturbed is run again (the calibration's own rule), and the median
+        # is of the quiet ones: a fresh-clone CI once met a CFS mean of 176.9 ms where quiet
+        # runs give 190.7-191.3 (2026-11-29, 3 calibrations), with nothing to say why.
+        reals = [os_world.run(worlds.translate("os", {**run, "retry_noisy": 2}).spec).summary
+                 for _ in range(3)]
+        quiet = [s for s in reals if not s["noisy"]]
+        if not quiet:
+            pytest.skip(f"{name}: every batch was disturbed: {reals[0]['noise_reasons']}")
+        real = {k: float(np.median([s[k] for s in quiet])) for k in ("response_mean",
                                                                       "response_max")}
         models = {}
         for world, extra in (("sim", {}), ("calibrated", {"profile": str(path)})):
