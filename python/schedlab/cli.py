@@ -145,7 +145,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         # import (issue 12).
         if replications > 1:
             return _sim_replications(args, spec, outputs, replications, workers,
-                                    tuple(translated))
+                                     tuple(translated))
         s, classes = sim_world.run_summary_and_classes(spec)
         if args.json:
             print(dumps(_with_classes(with_units(s), classes)))
@@ -160,7 +160,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         spec["keep_schedule"] = True
     if replications > 1:
         return _sim_replications(args, spec, outputs, replications, workers,
-                                    tuple(translated))
+                                 tuple(translated))
     result = sim_world.run(spec)
     for key, path in outputs.items():
         if path:
