@@ -1045,6 +1045,9 @@ def test_os_world_refusals_the_audit_found_name_the_key():
          "params = [1]: expected a table of policy parameters"),
         ({"params": "x", "clients": 1, "jobs": 1},  # under the kernel: a ValueError before
          "params = x: expected a table of policy parameters"),
+        # A serde message that named no key before ("1.18e+27 = (given): ... expected u64").
+        ({"seed": 2**70, "clients": 1, "jobs": 1},
+         "seed = 1180591620717411303424: expected a smaller whole number (it does not fit)"),
         # Named by the coordinator's plan (tasks[0].rtprio) before.
         ({"clients": 1, "jobs": 1, "sched": "fifo", "rtprio": 99},
          "rtprio = 99: expected 1..98 for fifo and rr (99 is the watchdog's)"),
@@ -1055,6 +1058,12 @@ def test_os_world_refusals_the_audit_found_name_the_key():
         with pytest.raises(schedlab.SpecError) as e:
             osrun.validate(spec)
         assert str(e.value).startswith(text), (spec, str(e.value))
+    # A large seed is kept whole (it went through a float: 2^60 + 1 lost its 1), and the
+    # processes' seeds derived from it stay 64-bit.
+    seed = 2**60 + 1
+    plan = osrun.validate({"seed": seed, "clients": 2, "jobs": 2})
+    assert [t["seed"] for t in plan["tasks"]] == [(seed * 1_000_003 + t) % 2**64
+                                                  for t in (0, 1)]
 
 
 def test_a_kernel_policys_rtprio_that_is_no_number_is_refused_not_a_traceback(tmp_path):

@@ -231,7 +231,11 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         raise spec_error("enforce", enforce, "stop or fifo")
     fifo = enforce == "fifo"
 
-    seed = int(_number("seed", spec.get("seed", 1), lo=0, integer=True))
+    seed = spec.get("seed", 1)
+    _number("seed", seed, lo=0, integer=True)
+    seed = int(seed)  # as given: a float would round a seed above 2^53
+    if seed >= 2**64:
+        raise spec_error("seed", seed, "a smaller whole number (it does not fit)")
     time_ = spec.get("time")
     if time_ is not None:
         time_ = _number("time", time_, lo=1e-9, allowed="a number > 0 (ms)")
@@ -427,7 +431,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
                 "tickets": tickets,
                 "priority": priority,
                 "weight": float(weight),
-                "seed": seed * 1_000_003 + t,
+                "seed": (seed * 1_000_003 + t) % 2**64,
             })
             kernel_weights.append(kernel_weight)
             kernel_sched.append(sched_plan)
