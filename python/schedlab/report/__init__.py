@@ -250,10 +250,6 @@ def _percentile_cell(r: Any | None) -> str:
     return cell
 
 
-def _confidence(res: Any) -> float:
-    return confidence_of(res)
-
-
 def _response_table(res: Any) -> str:
     st = res.metric("response_mean")
     if st.empty:
@@ -474,7 +470,7 @@ def world_gap(res: Any, metric: str = "response_mean") -> pd.DataFrame:
     skips = _skip_reasons(res)
     points = res.manifest.get("points") or [{}]
     replays = res.manifest.get("replays") or {}
-    confidence = _confidence(res)
+    confidence = confidence_of(res)
     rows = []
     for ref, world in _pairs(worlds):
         # A model that replays this world's runs ran on the same requests: the gap's interval
