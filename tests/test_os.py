@@ -299,9 +299,12 @@ def test_io_bound_jobs_block_voluntarily():
     assert (j["voluntary"] >= 5).all(), j["voluntary"].tolist()
     assert (j["io"] >= 15.0).all()
     # The CPU spent inside the I/O calls (entering the sleep, the wake-up path) is in both io
-    # (wall time around the call) and cpu_time: allow up to 0.1 ms of it per call. A wait
-    # counted twice or a burst missing from cpu_time would break this by 3 ms or 0.4 ms.
-    assert (j["response"] + 5 * 0.1 >= j["io"] + j["cpu_time"]).all()
+    # (wall time around the call) and cpu_time: allow up to 0.1 ms of it per call, over the
+    # run's 15 calls. Per job it is 0.06 ms in the median, but 1 job in 90 showed 0.5 ms (the
+    # limit of a job's 5 calls; 2026-12-01), so a per-job bound failed about 1 run in 30. A
+    # wait counted twice in any one job would break this by 3 ms.
+    overlap = j["io"] + j["cpu_time"] - j["response"]
+    assert overlap.sum() <= len(j) * 5 * 0.1, overlap.tolist()
 
 
 def test_dsync_writes_are_real_io():
