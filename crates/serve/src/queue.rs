@@ -161,11 +161,13 @@ impl<J> Queue<J> {
     /// one lock, and a wake-up only for workers that sleep.)
     pub fn push_all(&self, items: &mut Vec<(J, Admit)>) -> Vec<J> {
         let mut st = self.lock();
+        let mut woken = 0;
         let mut refused = Vec::new();
         for item in items.drain(..) {
             while st.outside.len() >= self.capacity && !st.closed {
                 st.master_waiting = true;
                 st = self.not_full.wait(st).unwrap_or_else(|e| e.into_inner());
+                woken = 0;
             }
             st.master_waiting = false;
             if st.closed {
@@ -173,21 +175,21 @@ impl<J> Queue<J> {
                 continue;
             }
             st.outside.push_back(item);
-            self.admit_outside(&mut st);
+            self.admit_outside(&mut st, &mut woken);
         }
         refused
     }
 
-    /// Admits the requests next in line while there is room, waking sleeping workers for them.
-    fn admit_outside(&self, st: &mut State<J>) {
-        let mut woken = 0;
+    /// Admits the requests next in line while there is room, waking sleeping workers for them
+    /// (`woken`: those already woken since the lock was taken).
+    fn admit_outside(&self, st: &mut State<J>, woken: &mut usize) {
         while st.policy.len() < self.capacity {
             let Some((job, admit)) = st.outside.pop_front() else {
                 break;
             };
             self.admit(st, job, admit);
-            if st.idle_workers > woken {
-                woken += 1;
+            if st.idle_workers > *woken {
+                *woken += 1;
                 self.not_empty.notify_one();
             }
         }
@@ -295,7 +297,7 @@ impl<J> Queue<J> {
             .slice(&view, now)
             .map(|s| s.ceil().max(1.0) as u64);
         if !st.outside.is_empty() {
-            self.admit_outside(&mut st);
+            self.admit_outside(&mut st, &mut 0);
             if st.master_waiting && st.outside.len() < self.capacity {
                 self.not_full.notify_one();
             }
