@@ -8,6 +8,7 @@ import math
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -288,11 +289,24 @@ def test_xv6_priority_tests_on_real_processes_and_in_sim(quick_run):
     # 25%: this machine's cost of a tiny process moves by a third within minutes (2026-11-26:
     # the median ratio came out 1.38 in a fresh-clone CI run, the whole file's cells 0.82-1.18,
     # test_calibration's prediction test 0.71-1.32), so within 0.6-1.6, where the ideal
-    # model is under a tenth.
+    # model is under a tenth. Each real cell is the median of three runs (the quick run's one
+    # and two more of the tiny cases alone): one batch of 50 tiny processes in about ten ran
+    # 2-3x as slow as its neighbours on 2026-12-01 (8.5-17 ms, then 24 and 38), and a CI run
+    # met two such cells of four (median ratio 0.53).
     done = res.summaries.set_index(["world", "case", "machine.cpus", "label"])["response_max"]
-    for case in ("switch_overhead", "process_creation"):
+    tiny = ["switch_overhead", "process_creation"]
+    more = tomllib.loads((ROOT / "experiments" / "xv6" / "os-priority.toml").read_text())
+    more["experiment"]["world"] = "os"
+    del more["machine"]["profile"]
+    more["quick"] = {"worlds": {"os": {"replications": 2}}, "sweep": {"case": tiny}}
+    again = schedlab.run(more, out=res.dir.parent / "tiny-again", quick=True, progress=False)
+    again = again.summaries.groupby(["case", "machine.cpus", "label"])["response_max"]
+    assert (again.size() == 2).all()
+    for case in tiny:
         cells = [(cpus, label) for cpus in (1, 2) for label in ("xv6 priority", "RR")]
-        real = np.array([done["os", case, c, label] for c, label in cells])
+        real = np.array([np.median([done["os", case, c, label],
+                                    *again.get_group((case, c, label))])
+                         for c, label in cells])
         ideal = np.array([done["sim", case, c, label] for c, label in cells])
         calibrated = np.array([done["calibrated", case, c, label] for c, label in cells])
         assert 0.6 < np.median(calibrated / real) < 1.6, (case, real, calibrated)
