@@ -654,4 +654,48 @@ mod tests {
         assert_eq!(q.close(), vec![0, 1]);
         assert_eq!(master.join().unwrap(), vec![2]);
     }
+
+    #[test]
+    fn every_request_read_ahead_is_served_once_in_order_under_two_workers() {
+        // A buffer of 2 under a master pushing 3,000 requests in batches of 1 to 7 while two
+        // workers take and finish them: none lost or served twice, each worker's FCFS picks
+        // in arrival order, and nothing left in the system.
+        let q: Arc<Queue<u32>> =
+            Arc::new(Queue::new(build("fcfs", &Params::new(), 1).unwrap(), 2, 2));
+        let workers: Vec<_> = (0..2)
+            .map(|w| {
+                let q = q.clone();
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    while let Some(t) = q.pop(w) {
+                        q.finish(w, t.id, 1, 1.0);
+                        got.push(t.job);
+                    }
+                    got
+                })
+            })
+            .collect();
+        let mut next = 0u32;
+        while next < 3000 {
+            let n = (next % 7 + 1).min(3000 - next);
+            let mut batch: Vec<_> = (next..next + n).map(|i| (i, admit(1))).collect();
+            assert!(q.push_all(&mut batch).is_empty());
+            next += n;
+        }
+        while q.in_system() > 0 {
+            std::thread::yield_now();
+        }
+        assert!(q.close().is_empty());
+        let mut all = Vec::new();
+        for w in workers {
+            let got = w.join().unwrap();
+            assert!(
+                got.windows(2).all(|p| p[0] < p[1]),
+                "a worker's picks in order"
+            );
+            all.extend(got);
+        }
+        all.sort_unstable();
+        assert_eq!(all, (0..3000).collect::<Vec<_>>());
+    }
 }
