@@ -60,6 +60,8 @@ def check_readme_command(argv, workdir):
     assert out.returncode == 0, out.stderr
     if argv[0] == "report":
         assert (workdir / "results" / "rr" / "report.html").stat().st_size > 0
+        if "--text" in argv:
+            assert "Response time" in out.stdout and "FCFS" in out.stdout
     if argv[0] == "theory":
         word, value, unit = out.stdout.split()
         assert (word, unit) == ("mean", "ms") and float(value) == pytest.approx(3.5521, rel=1e-3)

@@ -30,6 +30,7 @@ from schedlab.report import (
     unprecise_runs,
     world_gap,
 )
+from schedlab.summary_rows import significant
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -482,6 +483,40 @@ def test_the_report_from_python_is_the_commands(tmp_path):
     assert nb.stdout.split() == ["svg", "13.0"], nb.stderr[-2000:]
     svg = (out / "report" / "response.svg").read_text()
     assert "font-size: 9px" in svg and "font-size: 13px" not in svg  # the report's own 9 pt
+
+
+def test_the_text_report_prints_the_pages_tables_and_writes_nothing(tmp_path):
+    # `schedlab report DIR --text` (and report(DIR, text=True)): the response-time table of
+    # the page, cell for cell, on stdout; no figure, no file. FCFS and SRPT at load 0.5 on
+    # exp:1: M/M/1's 2 ms beside FCFS's mean (Schrage-Miller's 1.44 beside SRPT's).
+    d = {"experiment": {"name": "two-text", "keep_jobs": False, "replications": 3},
+         "workload": {"load": 0.5, "size": "exp:1", "jobs": 20_000},
+         "policy": [{"name": "fcfs"}, {"name": "srpt"}]}
+    out = tmp_path / "two"
+    res = schedlab.run(d, out=out)
+    before = sorted(p.name for p in out.iterdir())
+    cli = subprocess.run([SCHEDLAB, "report", str(out), "--text"], capture_output=True,
+                         text=True, timeout=120, env=cli_env())
+    assert cli.returncode == 0, cli.stderr
+    assert sorted(p.name for p in out.iterdir()) == before  # no report.html, no report/
+    text = cli.stdout
+    assert text == schedlab.report(out, text=True)
+    assert text.startswith("two-text\n") and "Response time" in text
+    lines = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[1:-1]]
+             for line in text.splitlines() if line.startswith("│") and "replications" in line}
+    for _, row in res.metric("response_mean").iterrows():
+        cells = lines[row["label"]]
+        assert cells[1] == significant(row["mean"])
+        assert cells[2] == f"[{significant(row['ci_low'])}, {significant(row['ci_high'])}]"
+        assert cells[3] == str(row["n"]) == "3"
+        assert cells[5] == significant(row["theory"])
+    assert lines["FCFS"][5] == "2" and lines["SRPT"][5] == significant(
+        schedlab.theory.mean_response("srpt", "exp:2", "exp:1"))
+    with pytest.raises(schedlab.SpecError, match=r"^html = .*nothing beside text = true"):
+        schedlab.report(out, html=tmp_path / "r.html", text=True)
+    with pytest.raises(schedlab.SpecError, match=r'^text = "yes": expected true or false'):
+        schedlab.report(out, text="yes")
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_two_worlds_plot_side_by_side(tmp_path, monkeypatch):

@@ -563,8 +563,8 @@ def _calibration_keys() -> list[str]:
 def cmd_report(args: argparse.Namespace) -> int:
     from schedlab.report import make_report
 
-    html = make_report(args.dir, html=args.html)
-    print(html)
+    out = make_report(args.dir, html=args.html, text=args.text)
+    print(out if args.text else str(out), end="" if args.text else "\n")
     return 0
 
 
@@ -663,6 +663,8 @@ def make_parser() -> argparse.ArgumentParser:
                        "directory")
     p.add_argument("dir", help="results directory written by `schedlab run`")
     p.add_argument("--html", help="HTML file to write; default DIR/report.html")
+    p.add_argument("--text", action="store_true", help="print the report's tables and "
+                   "warnings as text instead (no figure drawn, no file written)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("calibrate", help="measure this machine's costs for the simulator: a "

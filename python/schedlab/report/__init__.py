@@ -9,6 +9,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from schedlab.report.plots import (
 from schedlab.stats import t_interval
 from schedlab.store import load_results
 from schedlab.summary_rows import ONE_SHOT_METHOD, ONE_SHOT_TEXT, UNTRUSTED_MARK, significant
-from schedlab.vocabulary import SUMMARY_UNITS
+from schedlab.vocabulary import SUMMARY_UNITS, quoted, spec_error
 from schedlab.worlds import SIMULATED
 
 __all__ = ["make_report", "report_context", "world_gap", "share_gap", "class_shares",
@@ -58,8 +59,17 @@ def report_context(res: Any) -> Context:
     return Context(res=res, cfg=cfg, x=x, point=point)
 
 
-def make_report(directory: str | Path, html: str | Path | None = None) -> Path:
-    """Draws every plot the experiment asks for; returns the HTML file's path."""
+def make_report(directory: str | Path, html: str | Path | None = None,
+                text: bool = False) -> Path | str:
+    """Draws every plot the experiment asks for; returns the HTML file's path. With
+    `text=True` draws nothing and writes nothing: returns the report's tables as text."""
+    if not isinstance(text, bool):
+        raise spec_error("text", quoted(text), "true or false")
+    if text:
+        if html is not None:
+            raise spec_error("html", quoted(html), "nothing beside text = true (the text "
+                             "report writes no file)")
+        return report_text(directory)
     res = load_results(directory)
     if html is not None:  # refused before any figure is drawn; its directory is made with it
         from schedlab.files import check_writable
@@ -851,5 +861,90 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
     return "\n".join(parts)
 
 
-# `schedlab.report(DIR, html=None)`, as the command line names it.
+def report_text(directory: str | Path) -> str:
+    """The report's tables and warnings as text (`schedlab report DIR --text`): the same
+    sections as the HTML page's, read from the page's own tables, so that a number has one
+    way to be written; no figure is drawn."""
+    res = load_results(directory)
+    ctx = report_context(res)
+    title = ctx.cfg.title or res.manifest.get("name", "schedlab report")
+    sections = [_precision_html(res), _noisy_html(res), _not_success_html(res),
+                "<h2>Response time</h2>", _response_table(res),
+                _gap_html(res, ctx.cfg.gap_metrics), _skipped_html(res)]
+    blocks = _TextBlocks()
+    blocks.feed("\n".join(s for s in sections if s))
+    return _render_blocks(title, blocks.blocks)
+
+
+class _TextBlocks(HTMLParser):
+    """The page's headings, paragraphs, list items and tables (rows of cells), in order."""
+
+    BLOCKS = ("h1", "h2", "p", "li")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks: list[tuple[str, Any]] = []
+        self._text: list[str] | None = None
+        self._table: list[list[str]] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag == "table":
+            self._table = []
+        elif tag == "tr" and self._table is not None:
+            self._table.append([])
+        elif tag in ("td", "th") and self._table is not None:
+            self._cell = []
+        elif tag == "br":
+            self.handle_data(" ")
+        elif tag in self.BLOCKS and self._table is None:
+            self._text = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._table:
+            self._table[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "table" and self._table is not None:
+            self.blocks.append(("table", [r for r in self._table if r]))
+            self._table = None
+        elif tag in self.BLOCKS and self._text is not None:
+            text = " ".join("".join(self._text).split())
+            if text:
+                self.blocks.append(("h" if tag.startswith("h") else tag, text))
+            self._text = None
+
+    def handle_data(self, data: str) -> None:
+        for part in (self._cell, self._text):
+            if part is not None:
+                part.append(data)
+                return
+
+
+def _render_blocks(title: str, blocks: list[tuple[str, Any]]) -> str:
+    import shutil
+    import sys
+
+    from rich.console import Console
+    from rich.table import Column, Table
+
+    out = io.StringIO()
+    # A terminal's width; a file or a pipe (a CI log) gets the table's own.
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 240
+    console = Console(file=out, width=width, highlight=False, markup=False)
+    console.print(title, style="bold")
+    for kind, value in blocks:
+        if kind == "table":
+            table = Table(*(Column(h, overflow="fold") for h in value[0]))
+            for row in value[1:]:
+                table.add_row(*row)
+            console.print(table)
+        elif kind == "h":
+            console.print()
+            console.print(value, style="bold")
+        else:
+            console.print(("- " if kind == "li" else "") + value)
+    return out.getvalue()
+
+
+# `schedlab.report(DIR, html=None, text=False)`, as the command line names it.
 callable_module(__name__, make_report)
