@@ -27,6 +27,7 @@ from schedlab.report import (
     make_report,
     noisy_runs,
     report_context,
+    report_text,
     unprecise_runs,
     world_gap,
 )
@@ -724,6 +725,10 @@ def test_class_shares_at_every_point_by_hand(tmp_path):
         ["machine.cpus", "policy", "world", "CPU share by class, % (entitled %)"],
         ["1", "Stride quantum=1", "sim", "gold 75.0 (75.0) · lead 25.0 (25.0)"],
         ["2", "Stride quantum=1", "sim", "gold 50.0 (50.0) · lead 50.0 (50.0)"]]
+    # `--text` prints the same table: the page's sections are one list.
+    printed = [[c.strip() for c in line.split("│")[1:-1]]
+               for line in report_text(out).splitlines() if "· lead" in line]
+    assert printed == rows[1:]
     # Without the share plot the table is not drawn either; one class alone has no table.
     d["report"] = {"plots": ["response"]}
     schedlab.run(d, out=tmp_path / "no-share")

@@ -564,7 +564,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from schedlab.report import make_report
 
     out = make_report(args.dir, html=args.html, text=args.text)
-    print(out if args.text else str(out), end="" if args.text else "\n")
+    print(out, end="" if args.text else "\n")
     return 0
 
 

@@ -817,14 +817,7 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
         counts = res.skipped.groupby("world", sort=False).size()
         parts.append('<p class="off"><b>Skipped:</b> ' + ", ".join(
             f"{n} {w} runs" for w, n in counts.items()) + ' (<a href="#skipped">why</a>).</p>')
-    for warning in (_precision_html(res), _noisy_html(res), _not_success_html(res)):
-        if warning:
-            parts.append(warning)
-    parts += ["<h2>Response time</h2>", _response_table(res)]
-    shares = _class_shares_html(res) if "share" in cfg.plots else ""
-    for extra in (shares, _gap_html(res, cfg.gap_metrics), _skipped_html(res)):
-        if extra:
-            parts.append(extra)
+    parts += _table_sections(res, cfg)
     notes = [p.note for p in plots if p.note]
     for p in plots:
         if p.text:  # left out on purpose (a near-flat measure): why, with its numbers
@@ -861,18 +854,25 @@ def _html_page(res: Any, cfg: Any, ctx: Context, plots: list[Plot],
     return "\n".join(parts)
 
 
+def _table_sections(res: Any, cfg: Any) -> list[str]:
+    """The page's warnings and tables, in order, before its figures: what the HTML page
+    shows and `--text` prints."""
+    shares = _class_shares_html(res) if "share" in cfg.plots else ""
+    sections = [_precision_html(res), _noisy_html(res), _not_success_html(res),
+                "<h2>Response time</h2>", _response_table(res), shares,
+                _gap_html(res, cfg.gap_metrics), _skipped_html(res)]
+    return [s for s in sections if s]
+
+
 def report_text(directory: str | Path) -> str:
-    """The report's tables and warnings as text (`schedlab report DIR --text`): the same
-    sections as the HTML page's, read from the page's own tables, so that a number has one
+    """The report's tables and warnings as text (`schedlab report DIR --text`): the page's
+    own sections (`_table_sections`), read back from their HTML, so that a number has one
     way to be written; no figure is drawn."""
     res = load_results(directory)
     ctx = report_context(res)
     title = ctx.cfg.title or res.manifest.get("name", "schedlab report")
-    sections = [_precision_html(res), _noisy_html(res), _not_success_html(res),
-                "<h2>Response time</h2>", _response_table(res),
-                _gap_html(res, ctx.cfg.gap_metrics), _skipped_html(res)]
     blocks = _TextBlocks()
-    blocks.feed("\n".join(s for s in sections if s))
+    blocks.feed("\n".join(_table_sections(res, ctx.cfg)))
     return _render_blocks(title, blocks.blocks)
 
 
