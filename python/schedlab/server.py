@@ -1111,8 +1111,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise
     errors = sum(stats["errors"].values())
     print(f"schedlab serve: stopped ({'drained' if stats['drained'] else 'drain timed out'}); "
-          f"served {stats['served']}, aborted {stats['aborted']}, errors {errors}, "
-          f"connections {stats['connections']}", file=sys.stderr)
+          f"served {stats['served']}, aborted {stats['aborted']}, dropped {stats['dropped']}, "
+          f"errors {errors}, rejected {stats['rejected']}, connections {stats['connections']}",
+          file=sys.stderr)
     return 0
 
 

@@ -37,6 +37,10 @@ use schedlab_policy::{Dequeue, Enqueue, JobId, JobView, Policy};
 
 use crate::clock::now_ns;
 
+/// How often a master that waits for room looks at the stop flag (a signal handler cannot
+/// signal the condition variable).
+const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// What the policy knows about a request when it arrives.
 #[derive(Clone, Copy, Debug)]
 pub struct Admit {
@@ -160,13 +164,26 @@ impl<J> Queue<J> {
     /// because the queue closed. (The master admits what one `epoll_wait` brought in one go:
     /// one lock, and a wake-up only for workers that sleep.)
     pub fn push_all(&self, items: &mut Vec<(J, Admit)>) -> Vec<J> {
+        static NEVER: AtomicBool = AtomicBool::new(false);
+        self.push_all_until(items, &NEVER)
+    }
+
+    /// `push_all`, but a wait for room ends when `stop` is set (a signal, `Handle::stop`):
+    /// what the master still holds then goes next in line beyond the bound, so that the drain
+    /// serves it or counts it dropped, and the stop is seen now, not when a worker makes room
+    /// (with a slow cost, seconds after the signal and past any drain timeout).
+    pub fn push_all_until(&self, items: &mut Vec<(J, Admit)>, stop: &AtomicBool) -> Vec<J> {
         let mut st = self.lock();
         let mut woken = 0;
         let mut refused = Vec::new();
         for item in items.drain(..) {
-            while st.outside.len() >= self.capacity && !st.closed {
+            while st.outside.len() >= self.capacity && !st.closed && !stop.load(Ordering::SeqCst) {
                 st.master_waiting = true;
-                st = self.not_full.wait(st).unwrap_or_else(|e| e.into_inner());
+                st = self
+                    .not_full
+                    .wait_timeout(st, STOP_POLL)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
                 woken = 0;
             }
             st.master_waiting = false;
