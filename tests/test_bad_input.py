@@ -149,6 +149,28 @@ BAD = [
     # A cap below the jobs a run until precise measures first: it measured the cap.
     (["sim", "--load", "0.5", "--jobs", "2000", "--precision", "0.05", "--max-jobs", "100"],
      "max_jobs"),
+    # Found by an audit (2026-12-01): a CV past the doubles' range made the core panic (and
+    # `run` spin for ever); huge counts aborted it while allocating, or hung `theory`; an
+    # empty or reversed CPU list ran on every CPU; an empty path wrote nothing, silently.
+    (["sim", "--load", "0.5", "--jobs", "100", "--size", "hyperexp:1,1e300"], "size"),
+    (["theory", "--load", "0.5", "--size", "hyperexp:1,1e300"], "size"),
+    (["sim", "--load", "0.5", "--jobs", "100", "--size", "lognormal:1,1e300"], "size"),
+    (["sim", "--clients", "20000000", "--jobs", "100", "--size", "det:1"], "clients"),
+    (["sim", "--batch", "20000000", "--size", "det:1"], "batch"),
+    (["sim", "--batch", "0", "--size", "det:1"], "batch"),
+    (["sim", "--policy", "rr", "--quantum", "1e-17", "--load", "0.5", "--jobs", "10", "--size",
+      "det:1"], "quantum"),
+    (["sim", "--load", "0.5", "--jobs", "100", "--cpus", "4", "--runqueues", "per-cpu",
+      "--affinity", "0-4000000000"], "affinity"),
+    (["sim", "--load", "0.5", "--jobs", "100", "--cpus", "2", "--affinity", "3-1"], "affinity"),
+    (["sim", "--load", "0.5", "--jobs", "100", "--cpus", "2", "--affinity", ""], "affinity"),
+    (["theory", "--load", "0.5", "--cpus", "1000000000"], "cpus"),
+    (["theory", "--clients", "1000000000", "--size", "exp:1", "--think", "exp:10"], "clients"),
+    (["sim", "--load", "0.5", "--jobs", "10", "--jobs-out", ""], "jobs_out"),
+    (["sim", "--load", "0.5", "--jobs", "10", "--trace-out", ""], "trace_out"),
+    (["sim", "--load", "0.5", "--jobs", "10", "--spec", ""], "spec"),
+    (["sim", "--load", "0.5", "--jobs", "10", "--profile", ""], "profile"),
+    (["sim", "--load", "0.5", "--jobs", "10", "--class", "name=a name=b fraction=1"], "class"),
     # A machine key the profile sets too (the profile's value won, without a word).
     (["sim", "--load", "0.5", "--jobs", "200", "--profile",
       str(ROOT / "docs" / "server-profile.toml"), "--context-switch", "50"], "context_switch"),
@@ -173,6 +195,38 @@ def test_bad_input_is_one_line_naming_the_key_exit_2(args, key, tmp_path):
     assert out.stdout == ""
     # Nothing written where the command ran.
     assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())
+
+
+def test_the_audits_messages_say_what_is_allowed(tmp_path):
+    # Beyond the key: the allowed values, and the value as typed.
+    for args, allowed in [
+        (["sim", "--load", "0.5", "--jobs", "9", "--size", "lognormal:1,1e300"],
+         "size = lognormal:1,1e300: expected MEAN > 0 and 0 < CV <= 10000"),  # it said "ln"
+        (["sim", "--load", "0.5", "--jobs", "9", "--size", "hyperexp:1,1e300"],
+         "expected MEAN > 0 and 1 <= CV <= 10000"),
+        (["sim", "--batch", "0", "--size", "det:1"], "batch = 0: expected a whole number from "
+         "1 to 10000000"),  # it said jobs = 0
+        (["sim", "--clients", "20000000", "--jobs", "9", "--size", "det:1"],
+         "clients = 20000000: expected a whole number from 1 to 10000000"),
+        (["sim", "--policy", "rr", "--quantum", "1e-7", "--load", "0.5", "--jobs", "9",
+          "--size", "exp:1"], "quantum = 1e-7: expected a turn of at least 1e-6 (a "
+         "millionth of the mean size 1)"),
+        (["theory", "--load", "0.5", "--cpus", "100000"], "cpus = 100000: expected a whole "
+         "number from 1 to 65536"),
+        (["sim", "--load", "0.5", "--jobs", "9", "--profile", ""], 'profile = "": expected'),
+    ]:
+        out = subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=30,
+                             env=cli_env(), cwd=tmp_path)
+        assert out.returncode == 2 and allowed in out.stderr, (args, out.stderr)
+    # The largest allowed still run: a million turns a job, a CV of 10,000, 65,536 CPUs.
+    for args in (["sim", "--policy", "rr", "--quantum", "1e-6", "--load", "0.5", "--jobs",
+                  "2", "--size", "det:1", "--json"],
+                 ["sim", "--load", "0.5", "--jobs", "50", "--size", "hyperexp:1,10000",
+                  "--json"],
+                 ["theory", "--load", "0.5", "--cpus", "65536"]):
+        out = subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=60,
+                             env=cli_env(), cwd=tmp_path)
+        assert out.returncode == 0, (args, out.stderr)
 
 
 def _cwd(args: list[str], tmp_path):
@@ -571,7 +625,7 @@ def test_a_negative_count_is_told_the_rule_that_0_would_meet(tmp_path):
 
     assert "jobs = -200: expected a whole number >= 1" in _refused(
         ["sim", "--jobs", "-200"], tmp_path, "jobs")
-    assert "clients = -2: expected a whole number >= 1" in _refused(
+    assert "clients = -2: expected a whole number from 1 to 10000000" in _refused(
         ["sim", "--clients", "-2", "--jobs", "10"], tmp_path, "clients")
     for kwargs, text in (({"jobs": -3}, "jobs = -3: expected a whole number >= 1"),
                          ({"bursts": -1}, "bursts = -1: expected a whole number >= 1"),

@@ -98,7 +98,8 @@ def config_of(spec: dict[str, Any], world: str = "server") -> dict[str, Any]:
     unknown = sorted(set(spec) - set(keys))
     if unknown:
         raise spec_error(unknown[0], spec[unknown[0]],
-                         f"a {world} key a calibration takes: " + ", ".join(keys))
+                         f"{'an' if world == 'os' else 'a'} {world} key a calibration "
+                         "takes: " + ", ".join(keys))
     if world == "os":
         config = {"cpus": len(os.sched_getaffinity(0)), "enforce": "stop", **spec}
         if config["enforce"] not in ("stop", "fifo"):

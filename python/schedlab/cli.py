@@ -28,6 +28,7 @@ from schedlab.vocabulary import (
     KEYS,
     flat_spec,
     policy_catalog,
+    quoted,
     replication_count,
     several_policies,
     spec_error,
@@ -94,10 +95,18 @@ def _check_distinct_outputs(outputs: dict[str, str | None], *more: str | None) -
         seen[real] = key
 
 
+def _not_empty(key: str, path: str | None) -> None:
+    """An option given an empty path: refused, not taken for "not given" (which wrote nothing
+    and said nothing)."""
+    if path is not None and not path.strip():
+        raise spec_error(key, quoted(path), "a file's path")
+
+
 def _check_outputs(paths: dict[str, str | None]) -> None:
     from schedlab.files import check_writable
 
     for key, path in paths.items():
+        _not_empty(key, path)
         if path:
             check_writable(key, path)
 
@@ -369,6 +378,7 @@ def cmd_os(args: argparse.Namespace) -> int:
 
 
 def _check_trace_out(path: str | None) -> None:
+    _not_empty("trace_out", path)
     if path:
         from schedlab.trace import check_trace_out
 

@@ -19,6 +19,7 @@ from schedlab.vocabulary import (
     as_dist,
     param_value,
     policy_catalog,
+    quoted,
     spec_error,
     unit_text,
 )
@@ -210,6 +211,11 @@ def class_arg(allowed: tuple[str, ...] | None = None) -> Any:
                 raise argparse.ArgumentTypeError(
                     f"class field '{part}': expected key=value with key one of "
                     f"{', '.join(names)}")
+            if key in out:  # the last one won, without a word
+                raise argparse.ArgumentTypeError(
+                    f"class field '{part}': expected each field once ({key} is given twice)")
+            if not value:
+                raise argparse.ArgumentTypeError(f"class field '{part}': expected a value")
             out[key] = _class_value(key, value)
         return out
 
@@ -239,7 +245,10 @@ def spec_from_args(args: argparse.Namespace, keys: list[str]) -> dict[str, Any]:
     its policy, by name) are the file's; the command line's (inline in `--policy`, flags)
     override them, as every flag overrides the file's key. In each, a parameter given two
     ways with two values is refused, as in Python (`flat_spec`)."""
-    spec: dict[str, Any] = load_toml(args.spec) if getattr(args, "spec", None) else {}
+    given = getattr(args, "spec", None)
+    if given is not None and not given.strip():
+        raise spec_error("spec", quoted(given), "a TOML file of one run's keys")
+    spec: dict[str, Any] = load_toml(given) if given else {}
     if "experiment" in spec or "workload" in spec:
         # An experiment file: its tables would each be refused as an unknown key, at length.
         raise spec_error("spec", args.spec, "a flat file of one run's keys (load = 0.9, ...); "

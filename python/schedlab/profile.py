@@ -81,7 +81,7 @@ import tomli_w
 import schedlab._core as _core
 from schedlab import server as machinery
 from schedlab.files import atomic_file
-from schedlab.vocabulary import SpecError, find_policy, param_units, spec_error
+from schedlab.vocabulary import SpecError, find_policy, param_units, quoted, spec_error
 
 FORMAT = 1
 # `profile = "calibrate"` in an experiment file: measure the real world first (schedlab.sweep).
@@ -427,7 +427,11 @@ def _read(spec: dict[str, Any], base_dir: Path | None, key: str
     """The spec without its profile, the profile (its path relative to `base_dir`), and the
     terms that model it with their notes."""
     spec = dict(spec)
-    path = Path(spec.pop("profile"))
+    given = spec.pop("profile")
+    if isinstance(given, str) and not given.strip():  # Path("") is ".", which it was not
+        raise spec_error(key, quoted(given), "a machine profile file (schedlab calibrate "
+                         "writes one)")
+    path = Path(given)
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
     profile = load(path, key)

@@ -269,27 +269,37 @@ def as_dist(value: Any) -> Any:
 
 
 def cpu_list(value: Any) -> list[int]:
-    """CPU numbers from [0, 1], 1, '0-1' or '0,2' (the form `cpus`); ValueError otherwise."""
+    """CPU numbers from [0, 1], 1, '0-1' or '0,2' (the form `cpus`); ValueError otherwise:
+    for no CPU at all ("", [], "3-1": an empty set ran on every CPU, without a word), a
+    negative one, or more than the simulator's MAX_CPUS (checked before a range is expanded:
+    "0-4000000000" took all memory)."""
     if isinstance(value, bool):
         raise ValueError(value)
+    out: list[int] = []
     if isinstance(value, int):
-        return [value]
-    if isinstance(value, str):
-        out: list[int] = []
+        out = [value]
+    elif isinstance(value, str):
         for part in value.split(","):
             part = part.strip()
             if "-" in part:
-                lo, hi = part.split("-")
-                out.extend(range(int(lo), int(hi) + 1))
+                lo, hi = (int(x) for x in part.split("-"))
+                if lo > hi or hi - lo >= _core.MAX_CPUS:
+                    raise ValueError(value)
+                out.extend(range(lo, hi + 1))
             elif part:
                 out.append(int(part))
-        return out
-    if isinstance(value, list | tuple):
+            if len(out) > _core.MAX_CPUS:
+                raise ValueError(value)
+    elif isinstance(value, list | tuple):
         if any(isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v
                for v in value):
             raise ValueError(value)
-        return [int(v) for v in value]
-    raise ValueError(value)
+        out = [int(v) for v in value]
+    else:
+        raise ValueError(value)
+    if not out or min(out) < 0 or len(out) > _core.MAX_CPUS:
+        raise ValueError(value)
+    return out
 
 
 def param_value(key: str, value: Any, text: bool = False) -> Any:

@@ -8,6 +8,11 @@ use crate::SpecError;
 pub const SYNTAX: &str = "det:V, exp:MEAN, uniform:LO,HI, erlang:K,MEAN, hyperexp:MEAN,CV, \
 lognormal:MEAN,CV, bpareto:ALPHA,LO,HI or empirical:FILE.csv";
 
+/// The largest coefficient of variation of `hyperexp` and `lognormal`: beyond about 1e7 a
+/// hyperexponential's rare phase has a probability below the doubles' resolution (its mean
+/// became infinite at 1e155 and sampling panicked), and no study needs more than this.
+pub const MAX_CV: f64 = 1e4;
+
 #[derive(Clone, Debug)]
 pub enum Dist {
     Det(f64),
@@ -112,8 +117,8 @@ impl Dist {
             "hyperexp" | "h2" => {
                 want(2)?;
                 let (mean, cv) = (nums[0], nums[1]);
-                if mean <= 0.0 || cv < 1.0 {
-                    return Err(bad("MEAN > 0 and CV >= 1"));
+                if mean <= 0.0 || !(1.0..=MAX_CV).contains(&cv) {
+                    return Err(bad("MEAN > 0 and 1 <= CV <= 10000"));
                 }
                 let c2 = cv * cv;
                 let p = 0.5 * (1.0 + ((c2 - 1.0) / (c2 + 1.0)).sqrt());
@@ -128,12 +133,12 @@ impl Dist {
             "lognormal" => {
                 want(2)?;
                 let (mean, cv) = (nums[0], nums[1]);
-                if mean <= 0.0 || cv <= 0.0 {
-                    return Err(bad("MEAN > 0 and CV > 0"));
+                if mean <= 0.0 || cv <= 0.0 || cv > MAX_CV {
+                    return Err(bad("MEAN > 0 and 0 < CV <= 10000"));
                 }
                 let s2 = (1.0 + cv * cv).ln();
-                let inner =
-                    LogNormal::new(mean.ln() - s2 / 2.0, s2.sqrt()).map_err(|_| bad("ln"))?;
+                let inner = LogNormal::new(mean.ln() - s2 / 2.0, s2.sqrt())
+                    .map_err(|_| bad("MEAN > 0 and 0 < CV <= 10000"))?;
                 Dist::LogNormal { mean, cv, inner }
             }
             "bpareto" => {

@@ -102,6 +102,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIM_KEYS", spec::keys())?;
     m.add("SIM_CLASS_KEYS", spec::class_keys())?;
     m.add("MAX_CPUS", spec::MAX_CPUS)?;
+    m.add("MAX_CLIENTS", spec::MAX_CLIENTS)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_many, m)?)?;

@@ -459,8 +459,56 @@ fn word<'a>(
     }
 }
 
+/// A turn (a quantum, a slice, `timeslice`) is at least this fraction of the largest class's
+/// mean size: `quantum = 1e-17` ran for ever, a job of 1 ms taking 1e17 turns.
+const MIN_TURN_FRACTION: f64 = 1e-6;
+
+/// Refuses work parameters (given or by default) and a `timeslice` so small beside the jobs'
+/// sizes that a run takes more than a million turns a job.
+fn check_turns(
+    info: &schedlab_policy::PolicyInfo,
+    params: &Params,
+    timeslice: Option<f64>,
+    classes: &[Class],
+) -> Result<(), SpecError> {
+    let largest = classes.iter().map(|c| c.size.mean()).fold(0.0, f64::max);
+    let floor = largest * MIN_TURN_FRACTION;
+    let given = params.with_defaults(info.params);
+    let turns = info
+        .params
+        .iter()
+        .filter(|p| p.unit == schedlab_model::units::Unit::Work)
+        .flat_map(|p| {
+            given
+                .list(p.name)
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |v| (p.name, v))
+        })
+        .chain(timeslice.map(|v| ("timeslice", v)));
+    for (key, v) in turns {
+        if v > 0.0 && v < floor {
+            return Err(err(
+                key,
+                short_number(v),
+                &format!(
+                    "a turn of at least {} (a millionth of the mean size {}): a smaller one \
+                     takes more than a million turns a job",
+                    short_number(floor),
+                    short_number(largest)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The most CPUs a simulated machine has (state per CPU; 1,024 is benchmarked).
 pub const MAX_CPUS: u32 = 65_536;
+
+/// The most clients (tasks of a closed workload; a batch is as many) a run has: each is a
+/// task held in memory from the start (4,000,000,000 aborted the process while it allocated).
+pub const MAX_CLIENTS: u64 = 10_000_000;
 
 /// A fluid policy (PS, GPS, FB) shares its runqueue's CPUs continuously: it is told how many,
 /// and refused the keys of a machine that runs jobs in turns. Checked by `validate`, so that a
@@ -543,6 +591,10 @@ impl SimSpec {
         let size_text = self.size.clone().unwrap_or_else(|| "exp:1".into());
         let global_size = Dist::parse("size", &size_text)?;
         let classes = self.classes(&global_size, cpus)?;
+        if self.trace.is_none() {
+            // A trace's own sizes are not the classes'.
+            check_turns(info, &params, machine.timeslice, &classes)?;
+        }
         if machine.runqueues == Runqueues::Global && cpus > 1 {
             if let Some(i) = classes.iter().position(|c| !c.affinity.is_empty()) {
                 return Err(err(
@@ -1099,6 +1151,17 @@ impl SimSpec {
                     "either clients or classes[].clients, not both",
                 ));
             }
+            let mut total = 0u64;
+            for (i, c) in self.classes.iter().flatten().enumerate() {
+                total += u64::from(c.clients.unwrap_or(0));
+                if total > MAX_CLIENTS {
+                    return Err(err(
+                        &format!("classes[{i}].clients"),
+                        c.clients.unwrap_or(0),
+                        &format!("at most {MAX_CLIENTS} clients in all classes"),
+                    ));
+                }
+            }
             let mut v = Vec::new();
             for (i, c) in self.classes.iter().flatten().enumerate() {
                 v.extend(std::iter::repeat_n(
@@ -1112,8 +1175,12 @@ impl SimSpec {
             return Ok(v);
         }
         let n = self.clients.unwrap_or(0);
-        if n == 0 {
-            return Err(err("clients", 0, "a whole number >= 1"));
+        if n == 0 || u64::from(n) > MAX_CLIENTS {
+            return Err(err(
+                "clients",
+                n,
+                &format!("a whole number from 1 to {MAX_CLIENTS}"),
+            ));
         }
         // Clients take classes in turn, weighted by fraction.
         let mut v = Vec::with_capacity(n as usize);

@@ -37,6 +37,10 @@ def _profile(t: Translation, key: str) -> None:
         t.note(key, value, "the real world as configured here is calibrated before the runs "
                "(profile-server.toml or profile-os-cpusN.toml in the results directory)")
         return
+    if isinstance(value, str) and not value.strip():  # Path("") would read as "."
+        from schedlab.vocabulary import quoted, spec_error
+
+        raise spec_error(t.path(key), quoted(value), NO_PROFILE)
     path = Path(value)
     if t.base_dir is not None and not path.is_absolute():
         path = t.base_dir / path

@@ -6,6 +6,7 @@ says how it reads every other key of the vocabulary.
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
@@ -126,8 +127,19 @@ def _class_io(t: Translation, i: int, key: str) -> None:
             c[key] = new
 
 
+BATCH = f"a whole number from 1 to {_core.MAX_CLIENTS} (one-shot processes, each a client)"
+
+
+def _whole_batch(path: str, v: object) -> None:
+    """Checked as `batch`: as `clients` and `jobs` its message named the key not given."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) \
+            or not 1 <= v <= _core.MAX_CLIENTS:
+        raise spec_error(path, v, BATCH)
+
+
 def _batch(t: Translation, key: str) -> None:
     v = t.spec.pop(key)
+    _whole_batch(t.path(key), v)
     t.put("clients", v, key)
     t.put("jobs", v, key)
     t.spec.setdefault("think", "det:0")
@@ -136,6 +148,7 @@ def _batch(t: Translation, key: str) -> None:
 def _class_batch(t: Translation, i: int, key: str) -> None:
     c = t.spec["classes"][i]
     n = c.pop(key)
+    _whole_batch(t.class_path(i, key), n)
     c["clients"] = n
     # The run's jobs: one per one-shot task of every class that has a batch.
     if "batch-jobs" not in t.done:
