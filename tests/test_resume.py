@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -116,6 +117,41 @@ def test_rerun_of_a_finished_sweep_runs_nothing(tmp_path):
     assert run(path, out).wait(timeout=120) == 0
     assert {f.name: f.stat().st_mtime_ns for f in done_records(out)} == before
     assert (out / "summaries.parquet").read_bytes() == summaries
+
+
+def test_a_damaged_record_is_run_again_and_a_runs_file_refused(tmp_path):
+    # A record that does not parse (a disk full, a hand) crashed the resume with a
+    # JSONDecodeError, and `schedlab report` sent the user back to that resume.
+    path = tmp_path / "small.toml"
+    path.write_text(EXPERIMENT.replace("jobs = 300_000", "jobs = 2000"))
+    out = tmp_path / "o"
+    assert run(path, out).wait(timeout=120) == 0
+    summaries = (out / "summaries.parquet").read_bytes()
+    records = done_records(out)
+    damaged, kept = records[0], records[1]
+    whole = damaged.read_text()
+    damaged.write_text("{not json")
+    before = kept.stat().st_mtime_ns
+    second = run(path, out)
+    _, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    again, first = json.loads(damaged.read_text()), json.loads(whole)
+    # Run again: the same run, to the bit (its timing aside; NaN is not equal to itself).
+    assert json.dumps(again["summary"], sort_keys=True) == \
+        json.dumps(first["summary"], sort_keys=True)
+    assert kept.stat().st_mtime_ns == before  # and no other
+    assert (out / "summaries.parquet").read_bytes() == summaries
+    # A `runs` that is a file is refused, naming the directory, and nothing is written.
+    other = tmp_path / "other"
+    shutil.copytree(out, other)
+    shutil.rmtree(other / "runs")
+    (other / "runs").write_text("")
+    names = sorted(p.name for p in other.iterdir())
+    third = run(path, other)
+    _, err = third.communicate(timeout=120)
+    assert third.returncode == 2 and "Traceback" not in err, err
+    assert f"out = {other}: expected a results directory whose runs/ is a directory" in err
+    assert sorted(p.name for p in other.iterdir()) == names
 
 
 def test_a_second_sweep_into_the_same_directory_is_refused(tmp_path):

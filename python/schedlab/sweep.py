@@ -426,6 +426,8 @@ def _status(runs_dir: Path, task: dict[str, Any], replayed: str = "done") -> str
                 cache.append(None)
         return cache[0]
 
+    if record() is None:  # damaged (a crash, a hand): run again, and its record rewritten
+        return "pending"
     if task.get("replay_of"):
         if replayed == "pending":
             return "pending"
@@ -557,6 +559,9 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
         raise spec_error("out", str(out_dir), f"a directory that can be made ({e.strerror})") \
             from None
     runs_dir = out_dir / RUNS
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise spec_error("out", str(out_dir), f"a results directory whose {RUNS}/ is a "
+                         f"directory ({runs_dir} is a file)")
     runs_dir.mkdir(exist_ok=True)
     try:
         return _run_in(exp, out_dir, runs_dir, workers, dask, progress)
