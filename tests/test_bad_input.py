@@ -582,6 +582,16 @@ def test_an_experiment_file_given_as_a_runs_spec_says_where_it_goes(tmp_path):
     (lambda d: d.update(sweep={"workload.load": [0.5, 0.7]},
                         quick={"sweep": {"workload.load": []}}),
      "quick.sweep.workload.load = []: expected a non-empty list of values"),
+    # The same point twice ran under one run id and repeated its rows in every table; a
+    # million points validated for minutes (found by an audit, 2026-12-01).
+    (lambda d: d.update(sweep={"workload.load": [0.5, 0.7, 0.5]}),
+     "sweep.workload.load = [0.5, 0.7, 0.5]: expected each value once (0.5 is given twice)"),
+    (lambda d: d.update(sweep={"mode": "zip", "workload.load": [0.5, 0.5],
+                               "workload.jobs": [100, 100]}),
+     "sweep = [0.5, 100]: expected points that differ (mode = zip makes this one twice)"),
+    (lambda d: d.update(sweep={"workload.load": [0.1 + i / 1e6 for i in range(1000)],
+                               "workload.jobs": list(range(100, 1100))}),
+     "sweep = 1,000,000 points: expected at most 100,000 points"),
     # A sweep of one class's fraction: the other class's fraction was named as swept
     # (sweep.workload.classes[1].fraction); it is where the file has it, the sweep's value
     # beside it.

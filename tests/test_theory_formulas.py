@@ -443,7 +443,8 @@ def test_a_closed_interactive_system_on_k_cpus_against_its_markov_chain():
     assert out["mean"] == pytest.approx(want, rel=1e-12)
     assert (out["clients"], out["think"], out["quantiles"]) == (n, "exp:3", {"p90": None})
     assert "arrival" not in out
-    for kwargs, text in ((dict(clients=0), "clients = 0: expected a whole number >= 1"),
+    for kwargs, text in ((dict(clients=0),
+                          "clients = 0: expected a whole number from 1 to 10000000"),
                          (dict(think="exp:1"), 'think = "exp:1": expected think beside clients'),
                          (dict(clients=3, load=0.5), "load = 0.5: expected nothing beside "
                           "clients")):
@@ -499,7 +500,7 @@ def test_a_question_the_command_line_refuses_is_refused_in_python_too():
             (lambda: theory.response_quantile("rr", "exp:2", "exp:1", 0.9, quantum=0),
              "quantum = 0: expected a number > 0"),
             (lambda: theory.mean_response("fcfs", "exp:2", "exp:1", cpus="2"),
-             'cpus = "2": expected a whole number >= 1'),
+             'cpus = "2": expected a whole number from 1 to 65536'),
             # Plain ValueErrors and a TypeError before, and "maybe" read as true.
             (lambda: theory.response_quantile("fcfs", "exp:2", "exp:1", 1.5),
              "p = 1.5: expected a probability strictly between 0 and 1"),

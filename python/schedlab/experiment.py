@@ -17,6 +17,7 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import tomllib
@@ -884,6 +885,7 @@ def _set_nested(obj: Any, rest: str, value: Any, where: str) -> Any:
 
 
 CASE = "case"  # [[sweep.case]]: named points
+MAX_POINTS = 100_000
 
 
 def _cases(values: Any) -> dict[str, dict[str, dict[str, Any]]]:
@@ -927,6 +929,17 @@ def _cases(values: Any) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
+def _first_repeated(values: list[Any]) -> Any:
+    """The first value seen a second time (compared as JSON: values may be tables), or None."""
+    seen: set[str] = set()
+    for v in values:
+        key = json.dumps(v, sort_keys=True, default=str)
+        if key in seen:
+            return v
+        seen.add(key)
+    return None
+
+
 def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[str, Any]],
                                                   dict[str, dict[str, dict[str, Any]]]]:
     sweep = dict(config.sweep.model_extra or {})
@@ -944,6 +957,15 @@ def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[s
         lists.append(values)
     if not targets:
         return [], [{}], cases
+    for t, v in zip(targets, lists, strict=True):
+        twice = _first_repeated(v)
+        if twice is not None and config.sweep.mode != "zip":
+            # The same point twice: the same run ids, the points repeated in every table.
+            raise spec_error(f"sweep.{t.path}", _short(v), f"each value once ({_short(twice)} "
+                             "is given twice)")
+    count = len(lists[0]) if config.sweep.mode == "zip" else math.prod(len(v) for v in lists)
+    if count > MAX_POINTS:  # two lists of 1,000 validated a million points for minutes
+        raise spec_error("sweep", f"{count:,} points", f"at most {MAX_POINTS:,} points")
     if config.sweep.mode == "zip":
         n = len(lists[0])
         for t, v in zip(targets, lists, strict=True):
@@ -951,6 +973,9 @@ def _points(config: Any, policies: list) -> tuple[list[SweepTarget], list[dict[s
                 raise spec_error(f"sweep.{t.path}", _short(v),
                                  f"a list of {n} values, as long as the others (mode = zip)")
         combos = list(zip(*lists, strict=True))
+        if (twice := _first_repeated(combos)) is not None:
+            raise spec_error("sweep", _short(list(twice)), "points that differ (mode = zip "
+                             "makes this one twice)")
     else:
         combos = list(itertools.product(*lists))
     return targets, [dict(zip([t.path for t in targets], c, strict=True)) for c in combos], cases

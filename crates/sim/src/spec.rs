@@ -464,15 +464,21 @@ fn word<'a>(
 const MIN_TURN_FRACTION: f64 = 1e-6;
 
 /// Refuses work parameters (given or by default) and a `timeslice` so small beside the jobs'
-/// sizes that a run takes more than a million turns a job.
+/// sizes (or the run's `time`, if shorter) that a run takes more than a million turns a job.
 fn check_turns(
     info: &schedlab_policy::PolicyInfo,
     params: &Params,
     timeslice: Option<f64>,
     classes: &[Class],
+    time: Option<f64>,
 ) -> Result<(), SpecError> {
     let largest = classes.iter().map(|c| c.size.mean()).fold(0.0, f64::max);
-    let floor = largest * MIN_TURN_FRACTION;
+    // A run cut at `time` serves no job more than that (hogs of 1e9 ms in slices of 3 ms).
+    let (scale, what) = match time {
+        Some(t) if t < largest => (t, format!("time {}", short_number(t))),
+        _ => (largest, format!("the mean size {}", short_number(largest))),
+    };
+    let floor = scale * MIN_TURN_FRACTION;
     let given = params.with_defaults(info.params);
     let turns = info
         .params
@@ -492,10 +498,9 @@ fn check_turns(
                 key,
                 short_number(v),
                 &format!(
-                    "a turn of at least {} (a millionth of the mean size {}): a smaller one \
-                     takes more than a million turns a job",
+                    "a turn of at least {} (a millionth of {what}): a smaller one takes more \
+                     than a million turns a job",
                     short_number(floor),
-                    short_number(largest)
                 ),
             ));
         }
@@ -593,7 +598,7 @@ impl SimSpec {
         let classes = self.classes(&global_size, cpus)?;
         if self.trace.is_none() {
             // A trace's own sizes are not the classes'.
-            check_turns(info, &params, machine.timeslice, &classes)?;
+            check_turns(info, &params, machine.timeslice, &classes, time)?;
         }
         if machine.runqueues == Runqueues::Global && cpus > 1 {
             if let Some(i) = classes.iter().position(|c| !c.affinity.is_empty()) {
