@@ -127,19 +127,18 @@ def _class_io(t: Translation, i: int, key: str) -> None:
             c[key] = new
 
 
-BATCH = f"a whole number from 1 to {_core.MAX_CLIENTS} (one-shot processes, each a client)"
-
-
-def _whole_batch(path: str, v: object) -> None:
-    """Checked as `batch`: as `clients` and `jobs` its message named the key not given."""
+def _whole_batch(path: str, v: object, least: int) -> None:
+    """Checked as `batch`: as `clients` and `jobs` its message named the key not given. A
+    class may have none (the os world's rule too); the whole workload needs one."""
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) \
-            or not 1 <= v <= _core.MAX_CLIENTS:
-        raise spec_error(path, v, BATCH)
+            or not least <= v <= _core.MAX_CLIENTS:
+        raise spec_error(path, v, f"a whole number from {least} to {_core.MAX_CLIENTS} "
+                         "(one-shot processes, each a client)")
 
 
 def _batch(t: Translation, key: str) -> None:
     v = t.spec.pop(key)
-    _whole_batch(t.path(key), v)
+    _whole_batch(t.path(key), v, 1)
     t.put("clients", v, key)
     t.put("jobs", v, key)
     t.spec.setdefault("think", "det:0")
@@ -148,7 +147,7 @@ def _batch(t: Translation, key: str) -> None:
 def _class_batch(t: Translation, i: int, key: str) -> None:
     c = t.spec["classes"][i]
     n = c.pop(key)
-    _whole_batch(t.class_path(i, key), n)
+    _whole_batch(t.class_path(i, key), n, 0)
     c["clients"] = n
     # The run's jobs: one per one-shot task of every class that has a batch.
     if "batch-jobs" not in t.done:
