@@ -218,6 +218,15 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         out = subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=30,
                              env=cli_env(), cwd=tmp_path)
         assert out.returncode == 2 and allowed in out.stderr, (args, out.stderr)
+    # A class may have no one-shot process (as in the os world), not more than the limit.
+    import schedlab
+
+    classes = [{"name": "a", "batch": 0}, {"name": "b", "batch": 2}]
+    assert schedlab.simulate("fcfs", size="det:1", classes=classes).summary["jobs"] == 2
+    with pytest.raises(schedlab.SpecError, match=r"^classes\[1\]\.batch = 20000000: expected "
+                       r"a whole number from 0 to 10000000"):
+        schedlab.simulate("fcfs", size="det:1", classes=[classes[0], {"name": "b",
+                                                                        "batch": 20_000_000}])
     # The largest allowed still run: a million turns a job, a CV of 10,000, 65,536 CPUs.
     for args in (["sim", "--policy", "rr", "--quantum", "1e-6", "--load", "0.5", "--jobs",
                   "2", "--size", "det:1", "--json"],
