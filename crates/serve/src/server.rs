@@ -415,19 +415,10 @@ impl Server {
                     .iter()
                     .flatten()
                     .any(|e| e.conn.busy.load(SeqCst));
-                let in_flight = self.sh.queue.in_system() > 0 || busy;
-                // Responses closed gracefully (`finish`) may still be on their way: their
-                // connections are given their linger, within the drain timeout.
-                let lingering = self
-                    .entries
-                    .iter()
-                    .flatten()
-                    .any(|e| e.linger_until.is_some());
-                if !in_flight && !lingering {
+                if self.sh.queue.in_system() == 0 && !busy {
                     break;
                 }
                 if now > drain_deadline {
-                    forced = in_flight;
                     // The drain timeout is a bound: a worker still sending to a client that
                     // does not read would hold the exit up to its send timeout (and again at
                     // every wait). Shutting the busy connections down makes its send fail now.
@@ -436,6 +427,7 @@ impl Server {
                             let _ = e.conn.stream.shutdown(Shutdown::Both);
                         }
                     }
+                    forced = true;
                     break;
                 }
             }
@@ -572,7 +564,7 @@ impl Server {
             match msg {
                 Msg::Ready => {
                     if self.draining {
-                        self.finish(t);
+                        self.close_after_response(t);
                     } else {
                         // Through the same hand-over as an event: the master may have taken
                         // the connection back since the worker sent this (an event in
@@ -586,6 +578,7 @@ impl Server {
                 // the lingering read (a client's close ends it at once) and a stop does not
                 // wait for it as for a request in flight. Left busy, it held every stop after
                 // a `Connection: close` response for the whole linger (2 s).
+                Msg::Close { linger: true } if self.draining => self.close_after_response(t),
                 Msg::Close { linger: true } => self.finish(t),
                 Msg::Close { linger: false } => self.close(t),
             }
@@ -836,12 +829,9 @@ impl Server {
         Flow::Stop
     }
 
-    /// Closes a connection whose responses are all written, gracefully: its write side shuts
-    /// (the kernel sends what is left, then the end of file) and its input is read and thrown
-    /// away until the client closes or the linger runs out. A close with input unread would
-    /// make the kernel answer with a reset, which throws away the response's unsent tail and
-    /// what the client has not read yet: a request pipelined behind one served at a stop cut
-    /// that one's 3 MB response to 113 KB, although it was logged and counted as served.
+    /// Closes a connection whose responses are all written after a lingering read: its write
+    /// side shuts (the kernel sends what is left, then the end of file) and its input is read
+    /// and thrown away until the client closes or the linger runs out.
     fn finish(&mut self, t: usize) {
         let e = self.entries[t].as_mut().expect("live entry");
         e.conn.busy.store(false, SeqCst);
@@ -850,6 +840,20 @@ impl Server {
         e.linger_until = Some(now_ns() + LINGER_NS);
         e.buf = Vec::new();
         self.process(t);
+    }
+
+    /// Closes a connection whose responses are all written, at a stop: at once (a stop does
+    /// not wait for a client that keeps its socket open), but with its input read first. A
+    /// close with input unread makes the kernel answer with a reset, which throws away the
+    /// response's unsent tail and what the client has not read yet: a request pipelined behind
+    /// one served at a stop cut that one's 3 MB response to 113 KB, although it was logged and
+    /// counted as served. With nothing unread the kernel sends the tail, then the end of file.
+    fn close_after_response(&mut self, t: usize) {
+        if let Some(e) = &self.entries[t] {
+            let _ = e.conn.stream.shutdown(Shutdown::Write);
+        }
+        self.discard_input(t);
+        self.close(t);
     }
 
     /// Reads and throws away what a connection has waiting, so that closing it sends an end of
@@ -908,11 +912,14 @@ impl Server {
         if let Some(mut l) = self.listener.take() {
             let _ = self.poll.registry().deregister(&mut l);
         }
+        // Idle connections close now; lingering ones keep their linger (the drain waits for
+        // them, within its timeout), so that an error's answer is not cut by a reset either.
         for t in 0..self.entries.len() {
             if self.entries[t]
                 .as_ref()
-                .is_some_and(|e| !e.conn.busy.load(SeqCst))
+                .is_some_and(|e| !e.conn.busy.load(SeqCst) && e.linger_until.is_none())
             {
+                self.discard_input(t);
                 self.close(t);
             }
         }
