@@ -912,8 +912,8 @@ impl Server {
         if let Some(mut l) = self.listener.take() {
             let _ = self.poll.registry().deregister(&mut l);
         }
-        // Idle connections close now; lingering ones keep their linger (the drain waits for
-        // them, within its timeout), so that an error's answer is not cut by a reset either.
+        // Idle connections close now; lingering ones go on reading until the drain ends (it does
+        // not wait for them) and are read once more then, before they close.
         for t in 0..self.entries.len() {
             if self.entries[t]
                 .as_ref()
