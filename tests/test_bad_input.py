@@ -209,8 +209,8 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["sim", "--clients", "20000000", "--jobs", "9", "--size", "det:1"],
          "clients = 20000000: expected a whole number from 1 to 10000000"),
         (["sim", "--policy", "rr", "--quantum", "1e-7", "--load", "0.5", "--jobs", "9",
-          "--size", "exp:1"], "quantum = 1e-7: expected a turn of at least 1e-6 (a "
-         "millionth of the mean size 1)"),
+          "--size", "exp:1"], "quantum = 1e-7: expected a turn of at least 1e-6 ms (a "
+         "millionth of the mean size 1 ms)"),
         (["theory", "--load", "0.5", "--cpus", "100000"], "cpus = 100000: expected a whole "
          "number from 1 to 65536"),
         (["sim", "--load", "0.5", "--jobs", "9", "--profile", ""], 'profile = "": expected'),

@@ -475,8 +475,11 @@ fn check_turns(
     let largest = classes.iter().map(|c| c.size.mean()).fold(0.0, f64::max);
     // A run cut at `time` serves no job more than that (hogs of 1e9 ms in slices of 3 ms).
     let (scale, what) = match time {
-        Some(t) if t < largest => (t, format!("time {}", short_number(t))),
-        _ => (largest, format!("the mean size {}", short_number(largest))),
+        Some(t) if t < largest => (t, format!("time {} ms", short_number(t))),
+        _ => (
+            largest,
+            format!("the mean size {} ms", short_number(largest)),
+        ),
     };
     let floor = scale * MIN_TURN_FRACTION;
     let given = params.with_defaults(info.params);
@@ -498,8 +501,8 @@ fn check_turns(
                 key,
                 short_number(v),
                 &format!(
-                    "a turn of at least {} (a millionth of {what}): a smaller one takes more \
-                     than a million turns a job",
+                    "a turn of at least {} ms (a millionth of {what}): a smaller one takes \
+                     more than a million turns a job",
                     short_number(floor),
                 ),
             ));
