@@ -77,6 +77,7 @@ from schedlab.vocabulary import (
     param_value,
     quoted,
     spec_error,
+    whole_number,
 )
 
 __all__ = [
@@ -519,7 +520,7 @@ def poisson_at_load(load: float, size: str, cpus: int = 1) -> str:
     if isinstance(load, bool) or not isinstance(load, numbers.Real) or \
             not (math.isfinite(load) and load > 0):
         raise spec_error("load", quoted(load), "a utilisation > 0")
-    _whole(cpus, "cpus", 1, _core.MAX_CPUS)
+    whole_number("cpus", cpus, 1, _core.MAX_CPUS)
     es = float(_core.parse_dist(size, "size")["mean"])
     if es <= 0:
         raise spec_error("size", size, "a mean size > 0 to derive arrivals from a load")
@@ -654,7 +655,7 @@ def _checked(policy: Any, arrival: Any, size: Any, cpus: Any, params: dict[str, 
             raise spec_error(key, value, f"a distribution ({_core.DIST_SYNTAX})")
         dists.append(value)
     # As many as the simulator takes: the Erlang sums run over the CPUs (1e9 ran for minutes).
-    return info["name"], dists[0], dists[1], _whole(cpus, "cpus", 1, _core.MAX_CPUS)
+    return info["name"], dists[0], dists[1], whole_number("cpus", cpus, 1, _core.MAX_CPUS)
 
 
 def _single_cpu_policy(policy: str, params: dict[str, Any], size: _Size) -> str | None:
@@ -1245,7 +1246,7 @@ def closed_mean_response(policy: str, clients: Any, think: Any, size: Any, cpus:
     None where both the think time and the size are constant (the clients stay in step). The
     response is N / X - Z (Little's law over the whole loop). With one CPU this is
     `machine_repairman`, the exact MVA."""
-    n = _whole(clients, "clients", 1, _core.MAX_CLIENTS)
+    n = whole_number("clients", clients, 1, _core.MAX_CLIENTS)
     name, think, size, cpus = _checked(policy, think, size, cpus, params, first="think")
     thinking = _Size.parse(think, "think")
     z, s = thinking.mean, _Size.parse(size)
@@ -1267,17 +1268,6 @@ def closed_mean_response(policy: str, clients: Any, think: Any, size: Any, cpus:
         p = np.exp(logp - logp.max())
         throughput = float((p * busy).sum() / p.sum() / s.mean)
     return float(n / throughput - z)
-
-
-def _whole(value: Any, key: str, least: int, most: int | None = None) -> int:
-    """A whole number >= least (and <= most), or SpecError naming the key."""
-    allowed = f"a whole number >= {least}" if most is None else \
-        f"a whole number from {least} to {most}"
-    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-            or not math.isfinite(value) or not float(value).is_integer() or value < least
-            or (most is not None and value > most)):
-        raise spec_error(key, quoted(value), allowed)
-    return int(value)
 
 
 def closed_forms() -> dict[str, str]:

@@ -212,6 +212,19 @@ def replication_count(value: Any, key: str = "replications") -> int:
     return value
 
 
+def whole_number(key: str, value: Any, least: int, most: int | None = None,
+                 note: str = "") -> int:
+    """A whole number >= least (and <= most; 4.0 is 4), or SpecError naming the key and the
+    range, with `note` (why the range) after it."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not math.isfinite(value) or not float(value).is_integer() or value < least
+            or (most is not None and value > most)):
+        allowed = f"a whole number >= {least}" if most is None else \
+            f"a whole number from {least} to {most}"
+        raise spec_error(key, quoted(value), f"{allowed} ({note})" if note else allowed)
+    return int(value)
+
+
 def quoted(value: Any) -> Any:
     """A value as a message shows it where text is not what is expected: text quoted
     (`load = "0.5"` is refused as text, where `load = 0.5` would read as if the number were)."""

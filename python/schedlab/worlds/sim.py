@@ -6,7 +6,6 @@ says how it reads every other key of the vocabulary.
 
 from __future__ import annotations
 
-import numbers
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
@@ -19,6 +18,7 @@ from schedlab.vocabulary import (
     quoted,
     replication_seed,
     spec_error,
+    whole_number,
 )
 from schedlab.worlds import (
     NATIVE,
@@ -127,18 +127,14 @@ def _class_io(t: Translation, i: int, key: str) -> None:
             c[key] = new
 
 
-def _whole_batch(path: str, v: object, least: int) -> None:
+def _whole_batch(path: str, v: object, least: int) -> int:
     """Checked as `batch`: as `clients` and `jobs` its message named the key not given. A
     class may have none (the os world's rule too); the whole workload needs one."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) \
-            or not least <= v <= _core.MAX_CLIENTS:
-        raise spec_error(path, v, f"a whole number from {least} to {_core.MAX_CLIENTS} "
-                         "(one-shot processes, each a client)")
+    return whole_number(path, v, least, _core.MAX_CLIENTS, "one-shot processes, each a client")
 
 
 def _batch(t: Translation, key: str) -> None:
-    v = t.spec.pop(key)
-    _whole_batch(t.path(key), v, 1)
+    v = _whole_batch(t.path(key), t.spec.pop(key), 1)
     t.put("clients", v, key)
     t.put("jobs", v, key)
     t.spec.setdefault("think", "det:0")
@@ -146,14 +142,13 @@ def _batch(t: Translation, key: str) -> None:
 
 def _class_batch(t: Translation, i: int, key: str) -> None:
     c = t.spec["classes"][i]
-    n = c.pop(key)
-    _whole_batch(t.class_path(i, key), n, 0)
+    n = _whole_batch(t.class_path(i, key), c.pop(key), 0)
     c["clients"] = n
     # The run's jobs: one per one-shot task of every class that has a batch.
     if "batch-jobs" not in t.done:
         t.done.add("batch-jobs")
         t.spec["jobs"] = 0
-    t.spec["jobs"] += int(n) if isinstance(n, int | float) else 0
+    t.spec["jobs"] += n
     t.spec.setdefault("think", "det:0")
 
 
