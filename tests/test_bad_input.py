@@ -214,6 +214,15 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["theory", "--load", "0.5", "--cpus", "100000"], "cpus = 100000: expected a whole "
          "number from 1 to 65536"),
         (["sim", "--load", "0.5", "--jobs", "9", "--profile", ""], 'profile = "": expected'),
+        # The machine's affinity as typed, not the class it went into (classes[0].affinity = 4).
+        (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--affinity", "0-9"],
+         "error: affinity = 0-9: expected CPU numbers from 0 to 3 (the simulated machine has 4 "
+         "CPUs; CPU 9 is not one)"),
+        (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--affinity", "0-3"],
+         "error: affinity = 0-3: expected runqueues = per-cpu"),
+        (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "2", "--runqueues", "per-cpu",
+          "--class", "affinity=0,2"], "error: classes[0].affinity = [0, 2]: expected CPU numbers "
+         "from 0 to 1"),
     ]:
         out = subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=30,
                              env=cli_env(), cwd=tmp_path)

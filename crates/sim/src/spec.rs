@@ -1120,11 +1120,17 @@ impl SimSpec {
                     })?,
             };
             let affinity = c.affinity.clone().unwrap_or_default();
-            if let Some(bad) = affinity.iter().find(|&&c| c as usize >= cpus) {
+            if let Some(bad) = affinity.iter().max().filter(|&&c| c as usize >= cpus) {
+                // Worded as the Python translation's check of the machine's affinity.
                 return Err(err(
                     &key("affinity"),
-                    bad,
-                    &format!("CPU indices from 0 to {}", cpus - 1),
+                    format!("{affinity:?}"),
+                    &format!(
+                        "CPU numbers from 0 to {} (the simulated machine has {cpus} CPU{}; \
+                         CPU {bad} is not one)",
+                        cpus - 1,
+                        if cpus > 1 { "s" } else { "" }
+                    ),
                 ));
             }
             out.push(Class {

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
+from schedlab._core import SpecError
 from schedlab.vocabulary import (
     DEFAULT_SEED,
     KERNEL,
@@ -164,12 +165,33 @@ def _cpus(t: Translation, key: str) -> None:
             raise spec_error(t.path(key), v, f"a number of CPUs, or {CPU_LIST}") from None
 
 
-def _affinity(t: Translation, key: str) -> None:
-    v = t.spec.pop(key)
+def _machine_cpus(t: Translation) -> int | None:
+    """The simulated machine's CPU count, where it is given as a count or as CPUs."""
+    v = t.spec.get("cpus", 1)
+    if isinstance(v, list | str):
+        try:
+            return len(cpu_list(v))
+        except ValueError:
+            return None
+    return v if type(v) is int and v >= 1 else None
+
+
+def _affinity_cpus(t: Translation, path: str, v: object) -> list[int]:
+    """An affinity's CPUs, refused as the user wrote them (`affinity = 0-9` on 4 CPUs named
+    classes[0].affinity = 4, after the translation had put it in every class)."""
     try:
         cpus = cpu_list(v)
     except ValueError:
-        raise spec_error(t.path(key), v, CPU_LIST) from None
+        raise spec_error(path, v, CPU_LIST) from None
+    n = _machine_cpus(t)
+    if n is not None and cpus and max(cpus) >= n:
+        raise spec_error(path, v, f"CPU numbers from 0 to {n - 1} (the simulated machine has "
+                         f"{n} CPU{'s' if n > 1 else ''}; CPU {max(cpus)} is not one)")
+    return cpus
+
+
+def _affinity(t: Translation, key: str) -> None:
+    cpus = _affinity_cpus(t, t.path(key), t.spec.pop(key))
     for i, c in enumerate(t.classes(create=True)):
         if "affinity" not in c:
             c["affinity"] = cpus
@@ -178,10 +200,7 @@ def _affinity(t: Translation, key: str) -> None:
 
 def _class_affinity(t: Translation, i: int, key: str) -> None:
     c = t.spec["classes"][i]
-    try:
-        c[key] = cpu_list(c[key])
-    except ValueError:
-        raise spec_error(t.class_path(i, key), c[key], CPU_LIST) from None
+    c[key] = _affinity_cpus(t, t.class_path(i, key), c[key])
 
 
 def _ideal(t: Translation, key: str) -> None:
@@ -352,7 +371,17 @@ def direct_translation(spec: dict[str, Any], notes: list[str] | None = None) -> 
         raise spec_error(path, value, f"a run the simulator has a model of: {reason}")
     if notes is not None:
         notes += [n for n in t.notes if n not in notes]
-    return {**t.spec, **profile}
+    out = {**t.spec, **profile}
+    # The machine's affinity went into every class: the core's refusal of it is named as given.
+    spread = {k: v for k, v in t.where.items() if k.endswith("].affinity")}
+    if spread:
+        try:
+            _core.validate(out)
+        except SpecError as e:
+            if e.key in spread:
+                raise spec_error(spread[e.key], spec["affinity"], e.allowed) from None
+            raise
+    return out
 
 
 def _check_direct_io(core: dict[str, Any]) -> None:
