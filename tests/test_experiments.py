@@ -376,6 +376,9 @@ BAD = [
     ('[experiment]\nreplications = 0\n[workload]\njobs = 10\nload = 0.5\n[[policy]]\n'
      'name = "fcfs"\n', "experiment.replications = 0"),
     ('[experiment]\nworld = "moon"\n[[policy]]\nname = "fcfs"\n', "experiment.world = moon"),
+    ('[experiment]\nworld = ["sim", "sim"]\n[workload]\njobs = 10\nload = 0.5\n[[policy]]\n'
+     'name = "fcfs"\n', 'experiment.world = ["sim", "sim"]: expected each world once (sim is '
+     'given twice)'),
     ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[[policy]]\nname = "rr"\n'
      'quantum = -3\n', "policy[1].quantum = -3: expected a number > 0"),
     ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\nquantum = 3\n',

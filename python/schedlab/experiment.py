@@ -604,8 +604,11 @@ def _load(raw: dict[str, Any], base_dir: Path, src: str | None, quick: bool,
     if name == "experiment" and src:  # experiments/<study>/experiment.toml: the folder's name
         name = Path(src).resolve().parent.name
     world_list = config.experiment.world
-    world_list = list(dict.fromkeys(world_list if isinstance(world_list, list)
-                                    else [world_list]))
+    world_list = world_list if isinstance(world_list, list) else [world_list]
+    if (twice := _first_repeated(world_list)) is not None:
+        # Each world runs every point once; a second "sim" was dropped without a word.
+        raise spec_error("experiment.world", _short(world_list), f"each world once ({twice} "
+                         "is given twice)")
     if not world_list:
         raise spec_error("experiment.world", "[]", "at least one world")
     real = [w for w in world_list if w not in worlds.SIMULATED]
