@@ -214,6 +214,8 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["theory", "--load", "0.5", "--cpus", "100000"], "cpus = 100000: expected a whole "
          "number from 1 to 65536"),
         (["sim", "--load", "0.5", "--jobs", "9", "--profile", ""], 'profile = "": expected'),
+        (["sim", "--load", "0.5", "--jobs", "90", "--batches", "5", "--replications", "3"],
+         "error: batches = 5: expected nothing beside replications = 3"),
         # The machine's affinity as typed, not the class it went into (classes[0].affinity = 4).
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--affinity", "0-9"],
          "error: affinity = 0-9: expected CPU numbers from 0 to 3 (the simulated machine has 4 "
@@ -230,6 +232,15 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
     # A class may have no one-shot process (as in the os world), not more than the limit.
     import schedlab
 
+    # batches splits one run; across replications it would go unused (it was accepted).
+    for call in (lambda: schedlab.simulate("fcfs", load=0.5, jobs=100, batches=5,
+                                           replications=2),
+                 lambda: schedlab.simulate(["fcfs", "srpt"], load=0.5, jobs=100, batches=5,
+                                           replications=2)):
+        with pytest.raises(schedlab.SpecError, match=r"^batches = 5: expected nothing beside "
+                           "replications = 2"):
+            call()
+    assert schedlab.simulate("fcfs", load=0.5, jobs=100, batches=5).summary["ci_batches"] == 5
     classes = [{"name": "a", "batch": 0}, {"name": "b", "batch": 2}]
     assert schedlab.simulate("fcfs", size="det:1", classes=classes).summary["jobs"] == 2
     with pytest.raises(schedlab.SpecError, match=r"^classes\[1\]\.batch = 20000000: expected "

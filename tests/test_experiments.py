@@ -376,6 +376,9 @@ BAD = [
     ('[experiment]\nreplications = 0\n[workload]\njobs = 10\nload = 0.5\n[[policy]]\n'
      'name = "fcfs"\n', "experiment.replications = 0"),
     ('[experiment]\nworld = "moon"\n[[policy]]\nname = "fcfs"\n', "experiment.world = moon"),
+    ('[experiment]\nreplications = 3\n[worlds.sim]\nbatches = 5\n[workload]\njobs = 1000\n'
+     'load = 0.5\n[[policy]]\nname = "fcfs"\n', "worlds.sim.batches = 5: expected nothing "
+     "beside replications = 3: the intervals are then taken across the replications"),
     ('[experiment]\nworld = ["sim", "sim"]\n[workload]\njobs = 10\nload = 0.5\n[[policy]]\n'
      'name = "fcfs"\n', 'experiment.world = ["sim", "sim"]: expected each world once (sim is '
      'given twice)'),

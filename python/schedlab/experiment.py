@@ -49,6 +49,7 @@ from schedlab.vocabulary import (
     KERNEL_POLICIES,
     KEYS,
     MAX_REPLICATIONS,
+    batches_beside,
     find_policy,
     policy_catalog,
     replication_seed,
@@ -1147,6 +1148,9 @@ def _expand(exp: Experiment, pair_replays: bool = True) -> None:
                     if key not in checked:
                         _check_values(world, flat, where_w)
                         checked[key] = None
+                if (n := exp.replications_of(world)) > 1 and flat.get("batches") is not None:
+                    raise spec_error(where_w.get("batches", "experiment.batches"),
+                                     flat["batches"], batches_beside(n))
                 for r in range(exp.replications_of(world)):
                     seed = replication_seed(config.experiment.seed, r)
                     spec = {**flat, "seed": seed}

@@ -212,6 +212,13 @@ def replication_count(value: Any, key: str = "replications") -> int:
     return value
 
 
+def batches_beside(replications: int) -> str:
+    """Why `batches` is refused beside several replications: the interval across them
+    replaces one run's batch means, which would go unused."""
+    return (f"nothing beside replications = {replications}: the intervals are then taken "
+            "across the replications (batches splits one run)")
+
+
 def whole_number(key: str, value: Any, least: int, most: int | None = None,
                  note: str = "") -> int:
     """A whole number >= least (and <= most; 4.0 is 4), or SpecError naming the key and the

@@ -14,6 +14,7 @@ from schedlab.vocabulary import (
     DEFAULT_SEED,
     KERNEL,
     RTPRIO_RULE,
+    batches_beside,
     cpu_list,
     flat_spec,
     quoted,
@@ -426,6 +427,8 @@ def run(spec: dict[str, Any]) -> Result:
 def replication_specs(spec: dict[str, Any], replications: int) -> list[dict[str, Any]]:
     """The core specs of `replications` independent runs of `spec`: replication r is seeded
     `replication_seed(seed, r)`, as an experiment file seeds its replications."""
+    if replications > 1 and spec.get("batches") is not None:
+        raise spec_error("batches", quoted(spec["batches"]), batches_beside(replications))
     seed = int(spec.get("seed", DEFAULT_SEED))
     core = core_spec(spec)
     return [{**core, "seed": replication_seed(seed, r)} for r in range(replications)]
