@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import schedlab
 from conftest import SCHEDLAB, cli_env
 
 # 3 loads x 3 policies x 4 replications = 36 runs of a few tenths of a second each: long
@@ -141,6 +142,20 @@ def test_a_damaged_record_is_run_again_and_a_runs_file_refused(tmp_path):
         json.dumps(first["summary"], sort_keys=True)
     assert kept.stat().st_mtime_ns == before  # and no other
     assert (out / "summaries.parquet").read_bytes() == summaries
+    # Another version's record (format 999, or not a table) is run again too; another
+    # version's manifest is refused by the reader, naming both formats.
+    for text in (json.dumps({**first, "format": 999}), "[1, 2]"):
+        damaged.write_text(text)
+        again_run = run(path, out)
+        _, err = again_run.communicate(timeout=120)
+        assert again_run.returncode == 0, err
+        assert json.loads(damaged.read_text())["format"] == 1
+        assert kept.stat().st_mtime_ns == before
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "format": 999}))
+    with pytest.raises(schedlab.SpecError, match=r"expected results of format 1, this "
+                       r"version's \(manifest.json says format 999"):
+        schedlab.load_results(out)
     # A `runs` that is a file is refused, naming the directory, and nothing is written.
     other = tmp_path / "other"
     shutil.copytree(out, other)

@@ -426,7 +426,8 @@ def _status(runs_dir: Path, task: dict[str, Any], replayed: str = "done") -> str
                 cache.append(None)
         return cache[0]
 
-    if record() is None:  # damaged (a crash, a hand): run again, and its record rewritten
+    # Damaged (a crash, a hand) or another version's: run again, and its record rewritten.
+    if not isinstance(r := record(), dict) or r.get("format") != FORMAT:
         return "pending"
     if task.get("replay_of"):
         if replayed == "pending":
