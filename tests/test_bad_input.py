@@ -216,6 +216,13 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["sim", "--load", "0.5", "--jobs", "9", "--profile", ""], 'profile = "": expected'),
         (["sim", "--load", "0.5", "--jobs", "90", "--batches", "5", "--replications", "3"],
          "error: batches = 5: expected nothing beside replications = 3"),
+        # A key the command does not take, said as a key with the world's reason (argparse
+        # said "unrecognized arguments: --load 0.5").
+        (["os", "--load", "0.5", "--clients", "2"], "error: load = 0.5: expected nothing in "
+         "schedlab os: the os world has no open arrivals"),
+        (["os", "--buffer=3"], "error: buffer = 3: expected a key of schedlab os (buffer is "
+         "not one"),
+        (["os", "--frobnicate", "3"], "error: unrecognized arguments: --frobnicate 3"),
         # The machine's affinity as typed, not the class it went into (classes[0].affinity = 4).
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--affinity", "0-9"],
          "error: affinity = 0-9: expected CPU numbers from 0 to 3 (the simulated machine has 4 "
