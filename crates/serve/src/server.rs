@@ -168,6 +168,15 @@ fn own_descriptors(cfg: &ServeConfig) -> usize {
     32 + cfg.buffer + 2 * cfg.workers
 }
 
+/// What a connection's input is after `read_away`.
+#[derive(PartialEq)]
+enum Input {
+    /// Nothing more to read now (or the reads of one turn are used up).
+    Waiting,
+    /// The client closed, or the socket failed: nothing will come.
+    Ended,
+}
+
 enum Flow {
     /// Answered by the master; the connection stays open: parse the next request.
     Continue,
@@ -442,7 +451,7 @@ impl Server {
         self.sh.lot.stop();
         let _ = lot.join();
         for t in 0..self.entries.len() {
-            self.discard_input(t);
+            self.read_away(t);
             self.close(t);
         }
         self.log = None;
@@ -632,16 +641,8 @@ impl Server {
                 return;
             };
             if e.linger_until.is_some() {
-                // At most so many reads an event: a client that writes as fast as the master
-                // reads must not hold it (each new arrival raises a new edge for the rest).
-                for _ in 0..LINGER_READS {
-                    match (&e.conn.stream).read(&mut self.scratch) {
-                        Ok(0) => return self.close(t),
-                        Ok(_) => {}
-                        Err(x) if x.kind() == io::ErrorKind::Interrupted => {}
-                        Err(x) if x.kind() == io::ErrorKind::WouldBlock => return,
-                        Err(_) => return self.close(t),
-                    }
+                if self.read_away(t) == Input::Ended {
+                    self.close(t);
                 }
                 return;
             }
@@ -822,20 +823,23 @@ impl Server {
             e.idle_since_ns = now_ns();
             return Flow::Continue;
         }
-        let _ = e.conn.stream.shutdown(Shutdown::Write);
-        e.linger_until = Some(now_ns() + LINGER_NS);
-        e.buf = Vec::new();
-        self.process(t);
+        self.linger(t);
         Flow::Stop
     }
 
-    /// Closes a connection whose responses are all written after a lingering read: its write
-    /// side shuts (the kernel sends what is left, then the end of file) and its input is read
-    /// and thrown away until the client closes or the linger runs out.
+    /// Closes a connection whose responses are all written after a lingering read.
     fn finish(&mut self, t: usize) {
         let e = self.entries[t].as_mut().expect("live entry");
         e.conn.busy.store(false, SeqCst);
         e.conn.pending.store(false, SeqCst);
+        self.linger(t);
+    }
+
+    /// A lingering close: the write side shuts (the kernel sends what is left, then the end of
+    /// file) and the input is read and thrown away until the client closes or the linger runs
+    /// out (`process` and `sweep` see to both).
+    fn linger(&mut self, t: usize) {
+        let e = self.entries[t].as_mut().expect("live entry");
         let _ = e.conn.stream.shutdown(Shutdown::Write);
         e.linger_until = Some(now_ns() + LINGER_NS);
         e.buf = Vec::new();
@@ -852,20 +856,27 @@ impl Server {
         if let Some(e) = &self.entries[t] {
             let _ = e.conn.stream.shutdown(Shutdown::Write);
         }
-        self.discard_input(t);
+        self.read_away(t);
         self.close(t);
     }
 
-    /// Reads and throws away what a connection has waiting, so that closing it sends an end of
-    /// file rather than a reset.
-    fn discard_input(&mut self, t: usize) {
-        if let Some(e) = &self.entries[t] {
-            for _ in 0..LINGER_READS {
-                if !matches!((&e.conn.stream).read(&mut self.scratch), Ok(n) if n > 0) {
-                    break;
-                }
+    /// Reads and throws away what a connection has waiting (so that closing it sends an end
+    /// of file rather than a reset), at most `LINGER_READS` reads: a client that writes as
+    /// fast as the master reads must not hold it (each new arrival raises a new edge).
+    fn read_away(&mut self, t: usize) -> Input {
+        let Some(e) = &self.entries[t] else {
+            return Input::Ended;
+        };
+        for _ in 0..LINGER_READS {
+            match (&e.conn.stream).read(&mut self.scratch) {
+                Ok(0) => return Input::Ended,
+                Ok(_) => {}
+                Err(x) if x.kind() == io::ErrorKind::Interrupted => {}
+                Err(x) if x.kind() == io::ErrorKind::WouldBlock => return Input::Waiting,
+                Err(_) => return Input::Ended,
             }
         }
+        Input::Waiting
     }
 
     fn close(&mut self, t: usize) {
@@ -919,7 +930,7 @@ impl Server {
                 .as_ref()
                 .is_some_and(|e| !e.conn.busy.load(SeqCst) && e.linger_until.is_none())
             {
-                self.discard_input(t);
+                self.read_away(t);
                 self.close(t);
             }
         }

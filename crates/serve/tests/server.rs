@@ -77,6 +77,19 @@ impl Client {
             self.buf.extend_from_slice(&chunk[..k]);
         }
     }
+    /// Everything until the server closes (buffered bytes first), and the error that ended
+    /// the reading instead, if one did (a reset, the read timeout).
+    fn read_until_closed(&mut self) -> (Vec<u8>, Option<std::io::Error>) {
+        let mut all = std::mem::take(&mut self.buf);
+        let mut chunk = [0u8; 65536];
+        loop {
+            match self.s.read(&mut chunk) {
+                Ok(0) => return (all, None),
+                Ok(k) => all.extend_from_slice(&chunk[..k]),
+                Err(e) => return (all, Some(e)),
+            }
+        }
+    }
     /// True when the server closed the connection (after any buffered bytes).
     fn closed(&mut self) -> bool {
         let mut b = [0u8; 64];
@@ -305,17 +318,6 @@ fn stop_drains_requests_in_flight_and_refuses_new_ones() {
 
 /// Reads until the server's end of file: the bytes, and the error that ended it instead (a
 /// reset), if one did.
-fn read_until_closed(s: &mut TcpStream) -> (Vec<u8>, Option<std::io::Error>) {
-    let mut all = Vec::new();
-    let mut chunk = [0u8; 65536];
-    loop {
-        match s.read(&mut chunk) {
-            Ok(0) => return (all, None),
-            Ok(k) => all.extend_from_slice(&chunk[..k]),
-            Err(e) => return (all, Some(e)),
-        }
-    }
-}
 
 #[test]
 fn a_request_pipelined_behind_one_served_at_a_stop_does_not_cut_its_response() {
@@ -329,19 +331,16 @@ fn a_request_pipelined_behind_one_served_at_a_stop_does_not_cut_its_response() {
     sp.cpus = Some(1);
     sp.cost = Some("0ms+0.2ms/KiB".into()); // mid.bin: about 0.4 s
     let r = start(sp);
-    let mut s = TcpStream::connect(r.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\n")
-        .unwrap();
+    let mut c = Client::connect(r.addr);
+    c.send(b"GET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\n");
     std::thread::sleep(Duration::from_millis(100));
-    s.write_all(b"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n")
-        .unwrap();
+    c.send(b"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
     std::thread::sleep(Duration::from_millis(100));
     let stats = r.stop(); // returns once the first response is written and the socket closed
     assert_eq!((stats.served, stats.aborted), (1, 0));
     assert!(stats.drained);
     // The client reads only now, with the server gone: the whole response, then the end.
-    let (got, err) = read_until_closed(&mut s);
+    let (got, err) = c.read_until_closed();
     assert!(err.is_none(), "{err:?} after {} bytes", got.len());
     let head = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     assert!(got.starts_with(b"HTTP/1.1 200"));
@@ -362,12 +361,11 @@ fn a_stop_is_seen_while_the_master_waits_for_room_in_the_buffer() {
     sp.cost = Some("4000ms".into());
     sp.drain_timeout = Some(500.0);
     let r = start(sp);
-    let clients: Vec<TcpStream> = (0..4)
+    let clients: Vec<Client> = (0..4)
         .map(|_| {
-            let mut s = TcpStream::connect(r.addr).unwrap();
-            s.write_all(b"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n")
-                .unwrap();
-            s
+            let mut c = Client::connect(r.addr);
+            c.send(b"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+            c
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
@@ -399,17 +397,17 @@ fn a_client_that_leaves_mid_request_is_closed_at_once() {
     sp.header_timeout = Some(5000.0);
     sp.max_connections = Some(5);
     let r = start(sp);
-    let mut gone: Vec<TcpStream> = (0..5)
+    let mut gone: Vec<Client> = (0..5)
         .map(|_| {
-            let mut s = TcpStream::connect(r.addr).unwrap();
-            s.write_all(b"GET /small.txt HTTP/1.1\r\nHo").unwrap();
-            s.shutdown(std::net::Shutdown::Write).unwrap();
-            s
+            let mut c = Client::connect(r.addr);
+            c.send(b"GET /small.txt HTTP/1.1\r\nHo");
+            c.s.shutdown(std::net::Shutdown::Write).unwrap();
+            c
         })
         .collect();
-    for s in &mut gone {
-        s.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
-        let (got, err) = read_until_closed(s);
+    for c in &mut gone {
+        c.s.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
+        let (got, err) = c.read_until_closed();
         assert!(err.is_none(), "{err:?}: still open, not closed at once");
         assert!(got.is_empty(), "{}", String::from_utf8_lossy(&got));
     }
