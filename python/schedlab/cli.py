@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Any
 
+from schedlab import worlds
 from schedlab._core import SpecError
 from schedlab.clikit import (
     Parser,
@@ -595,11 +596,31 @@ def _add_world_flags(p: argparse.ArgumentParser, world: Any, title: str) -> None
     add_policy_param_flags(p, title)
 
 
+def _unknown_flag(command: str | None, extra: list[str]) -> str | None:
+    """A key of the vocabulary given to a world's command that does not take it (`schedlab
+    os --load 0.5`) said as a refusal of that key, with the world's reason where it has one."""
+    flag = next((a for a in extra if a.startswith("--")), None)
+    if command not in worlds.WORLDS or flag is None:
+        return None
+    key = flag[2:].partition("=")[0].replace("-", "_")
+    if key not in KEYS:
+        return None
+    at = extra.index(flag)
+    value = flag.partition("=")[2] or (extra[at + 1] if at + 1 < len(extra)
+                                       and not extra[at + 1].startswith("--") else "(no value)")
+    rule = getattr(worlds.module(command), "KEYS", {}).get(key)
+    reason = getattr(rule, "reason", None)
+    why = f"nothing in schedlab {command}: {reason}" if reason else \
+        f"a key of schedlab {command} ({key} is not one; `schedlab {command} --help` lists them)"
+    return f"{key} = {value}: expected {why}"
+
+
 def make_parser() -> argparse.ArgumentParser:
     from schedlab import calibration
     from schedlab.server import add_commands as add_server_commands  # serve, load
 
     parser = Parser(prog="schedlab", description="A laboratory for scheduling policies.")
+    parser.unknown_flag = _unknown_flag
     parser.add_argument("--version", action="version", version=f"schedlab {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("sim", help="simulate one run")

@@ -33,11 +33,16 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    # Says what an argument no command took is (set by the command line, which knows the
+    # worlds): None leaves argparse's "unrecognized arguments".
+    unknown_flag: Any = None
+
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
-            self.error(_unknown_flag(getattr(parsed, "command", None), extra)
-                       or f"unrecognized arguments: {' '.join(extra)}")
+            said = self.unknown_flag and self.unknown_flag(getattr(parsed, "command", None),
+                                                           extra)
+            self.error(said or f"unrecognized arguments: {' '.join(extra)}")
         return parsed
 
     def error(self, message: str) -> NoReturn:
@@ -61,27 +66,6 @@ def _as_key(message: str) -> str:
         key = m[1].removeprefix("--").replace("-", "_")
         return f"{key} = {m[2]}: expected one of {m[3].replace(chr(39), '')}"
     return message
-
-
-def _unknown_flag(command: str | None, extra: list[str]) -> str | None:
-    """A key of the vocabulary given to a world's command that does not take it (`schedlab
-    os --load 0.5`) said as a refusal of that key, with the world's reason where it has one."""
-    from schedlab import worlds
-
-    flag = next((a for a in extra if a.startswith("--")), None)
-    if command not in worlds.WORLDS or flag is None:
-        return None
-    key = flag[2:].partition("=")[0].replace("-", "_")
-    if key not in KEYS:
-        return None
-    at = extra.index(flag)
-    value = flag.partition("=")[2] or (extra[at + 1] if at + 1 < len(extra)
-                                       and not extra[at + 1].startswith("--") else "(no value)")
-    rule = getattr(worlds.module(command), "KEYS", {}).get(key)
-    reason = getattr(rule, "reason", None)
-    why = f"nothing in schedlab {command}: {reason}" if reason else \
-        f"a key of schedlab {command} ({key} is not one; `schedlab {command} --help` lists them)"
-    return f"{key} = {value}: expected {why}"
 
 
 def flag_params(args: argparse.Namespace) -> dict[str, Any]:
