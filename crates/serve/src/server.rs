@@ -46,6 +46,10 @@ const SWEEP_NS: u64 = 100_000_000;
 const LINGER_NS: u64 = 2_000_000_000;
 /// Reads of a lingering connection's input per event (of `scratch`'s size each).
 const LINGER_READS: usize = 64;
+/// Requests of one connection the master answers itself (a 404, a 400) before it turns to the
+/// others for a round: a client pipelining such requests as fast as they were answered held
+/// the master, and every other connection waited for its next request to be read.
+const ANSWERS_PER_TURN: usize = 64;
 
 /// What a server did, written to `stats` at exit and returned to the caller.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -130,6 +134,9 @@ pub struct Server {
     /// Connections may wait in the listen queue: accept stopped on an error (out of
     /// descriptors), and the edge-triggered listener will not say so again.
     accept_pending: bool,
+    /// Connections left with requests to answer after `ANSWERS_PER_TURN`: taken up again
+    /// after the next round of events, which then does not wait.
+    again: Vec<Arc<Conn>>,
 }
 
 /// The listen backlog asked for (the kernel caps it at net.core.somaxconn).
@@ -267,6 +274,7 @@ impl Server {
         Ok(Server {
             reserve: File::open("/dev/null").ok(),
             accept_pending: false,
+            again: Vec::new(),
             poll,
             lot_poll: Some(lot_poll),
             listener: Some(listener),
@@ -381,7 +389,13 @@ impl Server {
         let mut drain_deadline = u64::MAX;
         let mut forced = false;
         loop {
-            let timeout = if self.draining { 5 } else { 100 };
+            let timeout = if !self.again.is_empty() {
+                0
+            } else if self.draining {
+                5
+            } else {
+                100
+            };
             if let Err(e) = self
                 .poll
                 .poll(&mut events, Some(std::time::Duration::from_millis(timeout)))
@@ -402,6 +416,12 @@ impl Server {
                         self.stop.store(true, SeqCst);
                     }
                     Token(t) => self.guarded(t, |s| s.on_event(t)),
+                }
+            }
+            for conn in std::mem::take(&mut self.again) {
+                // As an event: a request read since may have given it to a worker.
+                if let Some(t) = self.token_of(&conn) {
+                    self.guarded(t, |s| s.on_event(t));
                 }
             }
             self.flush_admits();
@@ -428,25 +448,31 @@ impl Server {
                     break;
                 }
                 if now > drain_deadline {
-                    // The drain timeout is a bound: a worker still sending to a client that
-                    // does not read would hold the exit up to its send timeout (and again at
-                    // every wait). Shutting the busy connections down makes its send fail now.
-                    for e in self.entries.iter().flatten() {
-                        if e.conn.busy.load(SeqCst) {
-                            let _ = e.conn.stream.shutdown(Shutdown::Both);
-                        }
-                    }
                     forced = true;
                     break;
                 }
             }
         }
+        // Closed before any connection is cut: a worker whose request is cut must not take
+        // the next one (whose connection is cut too) and count it aborted, not dropped.
         let left = self.sh.queue.close();
         self.stats.dropped = left.len() as u64;
         drop(left);
+        if forced {
+            // The drain timeout is a bound: a worker still sending to a client that does not
+            // read would hold the exit up to its send timeout (and again at every wait).
+            // Shutting the busy connections down makes its send fail now.
+            for e in self.entries.iter().flatten() {
+                if e.conn.busy.load(SeqCst) {
+                    let _ = e.conn.stream.shutdown(Shutdown::Both);
+                }
+            }
+        }
         for w in workers {
             let _ = w.join();
         }
+        // A turn that ended between the close and the cut went back into the closed queue.
+        self.stats.dropped += self.sh.queue.close().len() as u64;
         // No worker parks any more: what is still parked is closed, counted and logged.
         self.sh.lot.stop();
         let _ = lot.join();
@@ -636,6 +662,7 @@ impl Server {
     /// Parses what is buffered and reads more, until a request goes to the workers, the
     /// socket is empty, or the connection closes.
     fn process(&mut self, t: usize) {
+        let mut answered = 0;
         loop {
             let Some(e) = self.entries[t].as_mut() else {
                 return;
@@ -656,7 +683,17 @@ impl Server {
                         }
                         e.first_byte_ns = now_ns();
                         match self.dispatch(t, req, more) {
-                            Flow::Continue => continue,
+                            Flow::Continue => {
+                                answered += 1;
+                                if answered == ANSWERS_PER_TURN {
+                                    let conn = &self.entries[t].as_ref().expect("live").conn;
+                                    if !self.again.iter().any(|c| Arc::ptr_eq(c, conn)) {
+                                        self.again.push(conn.clone());
+                                    }
+                                    return;
+                                }
+                                continue;
+                            }
                             Flow::Stop => return,
                         }
                     }

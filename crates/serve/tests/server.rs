@@ -378,12 +378,14 @@ fn a_stop_is_seen_while_the_master_waits_for_room_in_the_buffer() {
         t0.elapsed()
     );
     assert!(!stats.drained);
-    // The one in service aborted; the buffer's, the line's and the master's dropped, but for
-    // one the worker may take between the cut and the close (its connection was cut too, so
-    // it is aborted at once): each of the four counted once.
-    assert_eq!(stats.served, 0, "{stats:?}");
-    assert!((1..=2).contains(&stats.aborted), "{stats:?}");
-    assert_eq!(stats.aborted + stats.dropped, 4, "{stats:?}");
+    // The one in service aborted; the buffer's, the line's and the master's dropped. (The
+    // queue closed after the cut, and a worker could take one, two or all three of them
+    // between the two, their connections cut too: 4 aborted, 2 runs in 20 on a busy machine.)
+    assert_eq!(
+        (stats.served, stats.aborted, stats.dropped),
+        (0, 1, 3),
+        "{stats:?}"
+    );
     drop(clients);
 }
 
@@ -679,4 +681,75 @@ fn a_slow_but_steady_reader_is_served_and_a_stalled_one_is_cut_at_the_send_timeo
     // The stalled one was cut at its timeout; the steady one was still being served.
     assert!(stats.aborted >= 1, "{}", stats.aborted);
     drop(stalled);
+}
+
+#[test]
+fn a_client_pipelining_refused_requests_does_not_hold_the_master() {
+    // A connection whose requests the master answers itself (404s here) was read and answered
+    // until its socket ran dry, every other connection waiting: a client pipelining them as
+    // fast as they were answered held the master. Staged so that the order is not left to
+    // the machine's speed: the master waits for room in a full buffer while the flood and a
+    // second client's request arrive, then finds both.
+    const REFUSED: usize = 800; // their answers fit in the socket buffers unread (120 KB)
+    let dir = catalogue();
+    let log = dir.path().join("log.csv");
+    let mut sp = local_spec(dir.path());
+    sp.cpus = Some(1);
+    sp.buffer = Some(1);
+    sp.cost = Some("300ms".into());
+    sp.server_log = Some(log.display().to_string());
+    let r = start(sp);
+    let addr = r.addr;
+    let mut flood = Client::connect(addr);
+    flood.send(b"GET /missing HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(flood.response().0, 404); // accepted, and its socket watched
+                                         // One request in service, one in the buffer, one next in line, and the master holding a
+                                         // fourth, waiting for room.
+    let held: Vec<_> = (0..4)
+        .map(|_| {
+            let c = std::thread::spawn(move || get(addr, "/small.txt"));
+            std::thread::sleep(Duration::from_millis(20));
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    flood.send(&b"GET /missing HTTP/1.1\r\nHost: t\r\n\r\n".repeat(REFUSED));
+    let other = std::thread::spawn(move || get(addr, "/small.txt"));
+    for _ in 0..REFUSED {
+        assert_eq!(flood.response().0, 404);
+    }
+    for c in held {
+        assert_eq!(c.join().unwrap(), 200);
+    }
+    assert_eq!(other.join().unwrap(), 200);
+    let stats = r.stop();
+    assert_eq!(stats.served, 5);
+    assert_eq!(stats.errors.get(&404), Some(&(REFUSED as u64 + 1)));
+    // The second client's request was read (its arrival: when the master parsed it) while
+    // the master still had most of the flood to answer: it waited for a few rounds of
+    // ANSWERS_PER_TURN (64), not for the 800.
+    let mut rows = csv::Reader::from_path(&log).unwrap();
+    let rows: Vec<(u16, u64, u64)> = rows
+        .deserialize::<std::collections::HashMap<String, String>>()
+        .map(|row| {
+            let row = row.unwrap();
+            let ns = |k: &str| row[k].parse::<u64>().unwrap();
+            (
+                row["status"].parse().unwrap(),
+                ns("arrival_ns"),
+                ns("completion_ns"),
+            )
+        })
+        .collect();
+    let last = rows
+        .iter()
+        .filter(|r| r.0 == 200)
+        .map(|r| r.1)
+        .max()
+        .unwrap();
+    let after = rows.iter().filter(|r| r.0 == 404 && r.2 > last).count();
+    assert!(
+        after > REFUSED / 2,
+        "{after} of {REFUSED} answered after the file was read"
+    );
 }
