@@ -223,6 +223,9 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["os", "--buffer=3"], "error: buffer = 3: expected a key of schedlab os (buffer is "
          "not one"),
         (["os", "--frobnicate", "3"], "error: unrecognized arguments: --frobnicate 3"),
+        # A policy parameter under the kernel, named as typed (it said params = {'quantum': 3.0}).
+        (["os", "--quantum", "3", "--clients", "2"], "error: quantum = 3: expected nothing "
+         "under the kernel (a parameter of a schedlab policy: set policy)"),
         # The machine's affinity as typed, not the class it went into (classes[0].affinity = 4).
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--affinity", "0-9"],
          "error: affinity = 0-9: expected CPU numbers from 0 to 3 (the simulated machine has 4 "

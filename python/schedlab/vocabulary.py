@@ -368,10 +368,10 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
-def _plain(v: Any) -> Any:
+def as_written(v: Any) -> Any:
     """A number as written (5 for 5.0), in a list too."""
     if isinstance(v, list | tuple):
-        return [_plain(x) for x in v]
+        return [as_written(x) for x in v]
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
@@ -402,8 +402,8 @@ class Params:
                     except SpecError:
                         continue  # a word, as a kernel's sched: the two values differ
                     param_value(k, text)  # a number written as text: refused as text
-                raise spec_error(k, quoted(_plain(v)), f"one value of {k}: it is "
-                                 f"{quoted(_plain(self.values[k]))} in {self.where[k]} too")
+                raise spec_error(k, quoted(as_written(v)), f"one value of {k}: it is "
+                                 f"{quoted(as_written(self.values[k]))} in {self.where[k]} too")
             self.values[k], self.where[k] = v, where
 
     def of_policy(self, policy: Any, where: str | None = None) -> Any:

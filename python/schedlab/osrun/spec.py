@@ -16,6 +16,7 @@ from schedlab.vocabulary import (
     KERNEL,
     KERNEL_POLICIES,
     RTPRIO_RULE,
+    as_written,
     cpu_list,
     find_policy,
     param_value,
@@ -209,8 +210,10 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         raise spec_error("params", params, "a table of policy parameters")
     params = dict(params)
     if dispatcher is None and params:
-        raise spec_error("params", params, "nothing under the kernel (params belong to a "
-                         "schedlab policy: set policy)")
+        # Named as the user wrote it (--quantum 3 said "params = {'quantum': 3.0}").
+        key, value = next(iter(params.items()))
+        raise spec_error(key, as_written(value), "nothing under the kernel (a parameter "
+                         "of a schedlab policy: set policy)")
     if dispatcher is not None:
         info = find_policy(dispatcher)
         names = {p["name"] for p in info["params"]}
