@@ -97,7 +97,8 @@ SERVER_TERMS = {
 # Terms a profile may lack (written by an older schedlab): their model term is then 0.
 OPTIONAL_SERVER_TERMS = {"idle_delay": "ms"}
 OPTIONAL_OS_TERMS = {"dispatch_exit": "ms", "kernel_wake": "ms", "dispatch_wake": "ms",
-                     "dispatch_migrate": "ms", "timer": "ms", "timer_other": "ms"}
+                     "dispatch_migrate": "ms", "timer": "ms", "timer_other": "ms",
+                     "dispatcher_cpu": "ms"}
 OS_TERMS = {
     "start": "ms",
     "scale": "ms/ms",
@@ -131,8 +132,8 @@ FORMAT_HELP = ("a profile is TOML: [profile] format = 1, world = \"server\" or \
                "[os.other_start], [os.other_scale], [os.other_start_many], "
                "[os.other_scale_many], [os.dispatch_start], [os.dispatch_start_many], "
                "[os.dispatch_switch] (and [os.dispatch_exit], [os.kernel_wake], "
-               "[os.dispatch_wake], [os.dispatch_migrate], [os.timer], [os.timer_other] if "
-               "measured)")
+               "[os.dispatch_wake], [os.dispatch_migrate], [os.timer], [os.timer_other], "
+               "[os.dispatcher_cpu] if measured)")
 
 
 def _not_a_profile(key: str, path: Any, why: str, help_: bool = True) -> SpecError:
