@@ -933,8 +933,8 @@ def test_an_os_profile_predicts_batches_of_real_processes(tmp_path):
     # The dispatcher's own CPU per job, measured on the calibration's batches of 512, is that
     # of a batch of 240 to a factor of 2: it moves with the population and between runs
     # (2026-12-02, kernel fc-v1045: 0.094-0.135 ms a run at 512, 0.080-0.114 at 240; once the
-    # term was 0.119 against a batch's median of 0.080). A term of the coordinator's whole CPU,
-    # or divided by the wrong count, is off by more.
+    # term was 0.119 against a batch's median of 0.080). A gross error (a total not divided by
+    # the jobs, us for ms) is off by far more.
     own = terms["dispatcher_cpu"]
     assert own["tasks"] == 512 and own["unit"] == "ms"
     assert 0.5 < own["mean"] / dispatcher_cpu < 2, (own, dispatcher_cpu)
