@@ -242,6 +242,11 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
     # A class may have no one-shot process (as in the os world), not more than the limit.
     import schedlab
 
+    # A policy parameter under the kernel, from Python as from the command line (it said
+    # "quantum = 2.5: expected an os-world key: affinity, batch, ...").
+    with pytest.raises(schedlab.SpecError, match=r"^quantum = 2.5: expected nothing under the "
+                       r"kernel \(a parameter of a schedlab policy: set policy\)$"):
+        schedlab.os(clients=2, size="det:1", params={"quantum": 2.5})
     # batches splits one run; across replications it would go unused (it was accepted).
     for call in (lambda: schedlab.simulate("fcfs", load=0.5, jobs=100, batches=5,
                                            replications=2),

@@ -19,6 +19,7 @@ from schedlab.vocabulary import (
     as_written,
     cpu_list,
     find_policy,
+    param_units,
     param_value,
     spec_error,
 )
@@ -179,6 +180,9 @@ def _dispatcher(spec: dict[str, Any]) -> str | None:
     return info["name"]
 
 
+KERNEL_HAS_NO_PARAMS = "nothing under the kernel (a parameter of a schedlab policy: set policy)"
+
+
 def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Checks `spec` and returns (plan for the Rust coordinator, run options for Python)."""
     if not isinstance(spec, dict):
@@ -193,6 +197,8 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             spec.setdefault("params", {})
             spec["params"] = {**spec["params"], key: spec.pop(key)}
         elif key not in NATIVE_KEYS:
+            if not names and key in param_units():  # as `params` under the kernel below
+                raise spec_error(key, as_written(spec[key]), KERNEL_HAS_NO_PARAMS)
             known = sorted(NATIVE_KEYS | names)
             raise spec_error(key, spec[key], f"an os-world key: {', '.join(known)}")
     allowed = usable_cpus()
@@ -212,8 +218,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     if dispatcher is None and params:
         # Named as the user wrote it (--quantum 3 said "params = {'quantum': 3.0}").
         key, value = next(iter(params.items()))
-        raise spec_error(key, as_written(value), "nothing under the kernel (a parameter "
-                         "of a schedlab policy: set policy)")
+        raise spec_error(key, as_written(value), KERNEL_HAS_NO_PARAMS)
     if dispatcher is not None:
         info = find_policy(dispatcher)
         names = {p["name"] for p in info["params"]}
