@@ -1151,7 +1151,7 @@ def _expand(exp: Experiment, pair_replays: bool = True) -> None:
                 if (n := exp.replications_of(world)) > 1 and flat.get("batches") is not None:
                     raise spec_error(where_w.get("batches", "experiment.batches"),
                                      flat["batches"], batches_beside(n))
-                for r in range(exp.replications_of(world)):
+                for r in range(n):
                     seed = replication_seed(config.experiment.seed, r)
                     spec = {**flat, "seed": seed}
                     runs.append(Run(id=run_id(world, spec), world=world, spec=spec,
