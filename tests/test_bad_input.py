@@ -3,6 +3,7 @@ traceback, nothing written, and before any work starts."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -235,6 +236,9 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "2", "--runqueues", "per-cpu",
           "--class", "affinity=0,2"], "error: classes[0].affinity = [0, 2]: expected CPU numbers "
          "from 0 to 1"),
+        # The list form the message offers, written on the command line (it was refused).
+        (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--runqueues", "per-cpu",
+          "--affinity", "[0, 9]"], "error: affinity = [0, 9]: expected CPU numbers from 0 to 3"),
     ]:
         out = subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=30,
                              env=cli_env(), cwd=tmp_path)
@@ -247,6 +251,20 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
     with pytest.raises(schedlab.SpecError, match=r"^quantum = 2.5: expected nothing under the "
                        r"kernel \(a parameter of a schedlab policy: set policy\)$"):
         schedlab.os(clients=2, size="det:1", params={"quantum": 2.5})
+    # A class's affinity written as text from Python, as in a file (it said
+    # classes[0].affinity[0] = "0": expected a whole number).
+    with pytest.raises(schedlab.SpecError, match=r"^classes\[0\]\.affinity = 0-9: expected CPU "
+                       r"numbers from 0 to 3 \(the simulated machine has 4 CPUs; CPU 9 is not "
+                       r"one\)$"):
+        schedlab.simulate("fcfs", load=0.5, jobs=9, cpus=4, runqueues="per-cpu",
+                          classes=[{"affinity": "0-9"}])
+    pinned = schedlab.simulate("fcfs", load=0.5, jobs=200, cpus=4, runqueues="per-cpu",
+                               classes=[{"affinity": "2-3"}], keep_jobs=True)
+    assert set(pinned.jobs["cpu"]) <= {2, 3} and len(pinned.jobs) == 200
+    cli_list = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--jobs", "200", "--cpus", "4",
+                               "--runqueues", "per-cpu", "--affinity", "[1, 3]", "--json"],
+                              capture_output=True, text=True, timeout=30, env=cli_env())
+    assert cli_list.returncode == 0 and json.loads(cli_list.stdout)["jobs"] == 200, cli_list.stderr
     # batches splits one run; across replications it would go unused (it was accepted).
     for call in (lambda: schedlab.simulate("fcfs", load=0.5, jobs=100, batches=5,
                                            replications=2),

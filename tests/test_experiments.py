@@ -450,6 +450,18 @@ BAD = [
     # as written (it named workload.classes[0].affinity, a table the file does not have).
     ('[workload]\njobs = 10\nload = 0.5\n[machine]\ncpus = 2\naffinity = [0]\n[[policy]]\n'
      'name = "fcfs"\n', "machine.affinity = [0]: expected runqueues = per-cpu"),
+    # Whether an affinity's CPUs are the machine's is the core's check, named as written
+    # (not as the list the translation made of it), at a class and at a sweep's point.
+    ('[workload]\njobs = 10\nload = 0.5\n[machine]\ncpus = 4\nrunqueues = "per-cpu"\n'
+     'affinity = "0-9"\n[[policy]]\nname = "fcfs"\n', "machine.affinity = 0-9: expected CPU "
+     "numbers from 0 to 3 (the simulated machine has 4 CPUs; CPU 9 is not one)"),
+    ('[workload]\njobs = 10\nload = 0.5\n[[workload.classes]]\nname = "a"\nfraction = 1\n'
+     'affinity = "1,2"\n[machine]\ncpus = 2\nrunqueues = "per-cpu"\n[[policy]]\n'
+     'name = "fcfs"\n', "workload.classes[0].affinity = 1,2: expected CPU numbers from 0 to 1"),
+    ('[workload]\njobs = 10\nload = 0.5\n[machine]\naffinity = "0-3"\nrunqueues = "per-cpu"\n'
+     '[[policy]]\nname = "fcfs"\n[sweep]\n"machine.cpus" = [4, 2]\n',
+     "machine.affinity = 0-3: expected CPU numbers from 0 to 1 (the simulated machine has 2 "
+     "CPUs; CPU 3 is not one)"),
     # A misspelt world's table names the worlds (it said "a known key").
     ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "fcfs"\n[worlds.simm]\njobs = 3\n',
      'worlds.simm = {"jobs": 3}: expected a world\'s table [worlds.NAME], NAME one of sim, '

@@ -1146,7 +1146,7 @@ def _expand(exp: Experiment, pair_replays: bool = True) -> None:
                 if skip is None:
                     key = json.dumps([world, flat], sort_keys=True, default=str)
                     if key not in checked:
-                        _check_values(world, flat, where_w)
+                        _check_values(world, flat, where_w, tr.given if tr else None)
                         checked[key] = None
                 if (n := exp.replications_of(world)) > 1 and flat.get("batches") is not None:
                     raise spec_error(where_w.get("batches", "experiment.batches"),
@@ -1203,8 +1203,11 @@ def _pair_replays(exp: Experiment, runs: list[Run]) -> None:
             r.id = run_id(world, {**r.spec, "replay_of": of.id})
 
 
-def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> None:
-    """The core validates the values; its key is mapped back to the path in the file."""
+def _check_values(world: str, flat: dict[str, Any], where: dict[str, str],
+                  written: dict[str, Any] | None = None) -> None:
+    """The core validates the values; its key is mapped back to the path in the file, and its
+    value to the one written there where the translation rewrote it (`written`:
+    `Translation.given`)."""
     validate = worlds.validator(world)
     try:
         validate(**flat)
@@ -1239,6 +1242,8 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str]) -> No
         # The user's own text keeps its quotes (the core's value is always text).
         given = _given(flat[base], base) if key == base and isinstance(flat.get(base), str) \
             else _short(value)
+        if written and e.key in written:
+            given = written[e.key]
         raise spec_error(path, given, allowed) from None
 
 

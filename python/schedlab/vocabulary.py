@@ -289,8 +289,8 @@ def as_dist(value: Any) -> Any:
 
 
 def cpu_list(value: Any) -> list[int]:
-    """CPU numbers from [0, 1], 1, '0-1' or '0,2' (the form `cpus`); ValueError otherwise:
-    for no CPU at all ("", [], "3-1": an empty set ran on every CPU, without a word), a
+    """CPU numbers from [0, 1], 1, '0-1', '0,2' or '[0, 1]' (the form `cpus`); ValueError
+    otherwise: for no CPU at all ("", [], "3-1": an empty set ran on every CPU, without a word), a
     negative one, or more than the simulator's MAX_CPUS (checked before a range is expanded:
     "0-4000000000" took all memory)."""
     if isinstance(value, bool):
@@ -299,7 +299,11 @@ def cpu_list(value: Any) -> list[int]:
     if isinstance(value, int):
         out = [value]
     elif isinstance(value, str):
-        for part in value.split(","):
+        # "[0, 1]" on a command line is the list a file writes.
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):
+            text = text[1:-1]
+        for part in text.split(","):
             part = part.strip()
             if "-" in part:
                 lo, hi = (int(x) for x in part.split("-"))

@@ -1121,7 +1121,8 @@ impl SimSpec {
             };
             let affinity = c.affinity.clone().unwrap_or_default();
             if let Some(bad) = affinity.iter().max().filter(|&&c| c as usize >= cpus) {
-                // Worded as the Python translation's check of the machine's affinity.
+                // The one check of an affinity's CPUs: a translation that rewrote the
+                // affinity (the machine's, or text) names it as written (Translation.given).
                 return Err(err(
                     &key("affinity"),
                     format!("{affinity:?}"),

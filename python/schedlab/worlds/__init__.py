@@ -107,7 +107,9 @@ class Translation:
 
     `spec` is what the world's `run(spec)` gets; `where` maps each of its keys to the path in
     the file it came from (for error messages); `notes` say what was translated or dropped;
-    `skip` is (path, value, reason) when the world has no model of the run.
+    `skip` is (path, value, reason) when the world has no model of the run; `given` keeps
+    the value as written of a key the translation rewrote where the world's own check judges
+    it (machine.affinity = "0-9", as the list in every class), for that check's message.
     """
 
     world: str
@@ -117,6 +119,7 @@ class Translation:
     notes: list[str] = field(default_factory=list)
     skip: tuple[str, str, str] | None = None
     done: set[str] = field(default_factory=set)
+    given: dict[str, Any] = field(default_factory=dict)
 
     def path(self, key: str) -> str:
         return self.where.get(key, key)

@@ -166,42 +166,29 @@ def _cpus(t: Translation, key: str) -> None:
             raise spec_error(t.path(key), v, f"a number of CPUs, or {CPU_LIST}") from None
 
 
-def _machine_cpus(t: Translation) -> int | None:
-    """The simulated machine's CPU count, where it is given as a count or as CPUs."""
-    v = t.spec.get("cpus", 1)
-    if isinstance(v, list | str):
-        try:
-            return len(cpu_list(v))
-        except ValueError:
-            return None
-    return v if type(v) is int and v >= 1 else None
-
-
-def _affinity_cpus(t: Translation, path: str, v: object) -> list[int]:
-    """An affinity's CPUs, refused as the user wrote them (`affinity = 0-9` on 4 CPUs named
-    classes[0].affinity = 4, after the translation had put it in every class)."""
+def _affinity_cpus(path: str, v: object) -> list[int]:
+    """An affinity's CPUs. Whether they are the machine's is the core's check, named as the
+    user wrote them (`Translation.given`)."""
     try:
-        cpus = cpu_list(v)
+        return cpu_list(v)
     except ValueError:
         raise spec_error(path, v, CPU_LIST) from None
-    n = _machine_cpus(t)
-    if n is not None and cpus and max(cpus) >= n:
-        raise spec_error(path, v, f"CPU numbers from 0 to {n - 1} (the simulated machine has "
-                         f"{n} CPU{'s' if n > 1 else ''}; CPU {max(cpus)} is not one)")
-    return cpus
 
 
 def _affinity(t: Translation, key: str) -> None:
-    cpus = _affinity_cpus(t, t.path(key), t.spec.pop(key))
+    given = t.spec.pop(key)
+    cpus = _affinity_cpus(t.path(key), given)
     for i, c in enumerate(t.classes(create=True)):
         if "affinity" not in c:
             c["affinity"] = cpus
             t.where[f"classes[{i}].affinity"] = t.path(key)  # a message names machine.affinity
+            t.given[f"classes[{i}].affinity"] = given
 
 
 def _class_affinity(t: Translation, i: int, key: str) -> None:
     c = t.spec["classes"][i]
-    c[key] = _affinity_cpus(t, t.class_path(i, key), c[key])
+    t.given.setdefault(f"classes[{i}].{key}", c[key])  # the machine's, when it put it there
+    c[key] = _affinity_cpus(t.class_path(i, key), c[key])
 
 
 def _ideal(t: Translation, key: str) -> None:
@@ -305,7 +292,7 @@ NATIVE_CLASS_KEYS = frozenset(_core.SIM_CLASS_KEYS)
 # file's translation (`direct_translation`): one-shot processes, a nice or a deadline for every
 # class, the machine's affinity, and a kernel policy's attributes (with `policy = "kernel"`).
 TRANSLATED_KEYS = frozenset({"batch", "nice", "deadline", "affinity"})
-TRANSLATED_CLASS_KEYS = frozenset({"batch"})
+TRANSLATED_CLASS_KEYS = frozenset({"batch", "affinity"})
 # What a direct run takes: the native keys, those translated, and a profile (core_spec applies
 # it as the table's mapping does).
 DIRECT_KEYS = NATIVE_KEYS | TRANSLATED_KEYS | set(KERNEL_ATTRIBUTES) | {"profile"}
@@ -373,14 +360,14 @@ def direct_translation(spec: dict[str, Any], notes: list[str] | None = None) -> 
     if notes is not None:
         notes += [n for n in t.notes if n not in notes]
     out = {**t.spec, **profile}
-    # The machine's affinity went into every class: the core's refusal of it is named as given.
-    spread = {k: v for k, v in t.where.items() if k.endswith("].affinity")}
-    if spread:
+    # An affinity the translation rewrote (machine's into every class, text into a list) is
+    # judged by the core, its refusal named as the user wrote it.
+    if t.given:
         try:
             _core.validate(out)
         except SpecError as e:
-            if e.key in spread:
-                raise spec_error(spread[e.key], spec["affinity"], e.allowed) from None
+            if e.key in t.given:
+                raise spec_error(t.path(e.key), t.given[e.key], e.allowed) from None
             raise
     return out
 
