@@ -227,6 +227,9 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         # A policy parameter under the kernel, named as typed (it said params = {'quantum': 3.0}).
         (["os", "--quantum", "3", "--clients", "2"], "error: quantum = 3: expected nothing "
          "under the kernel (a parameter of a schedlab policy: set policy)"),
+        (["sim", "--policy", "kernel", "--quantum", "3", "--load", "0.5", "--jobs", "9"],
+         "error: quantum = 3: expected nothing under the kernel (a parameter of a schedlab "
+         "policy: set policy)"),
         # The machine's affinity as typed, not the class it went into (classes[0].affinity = 4).
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--affinity", "0-9"],
          "error: affinity = 0-9: expected CPU numbers from 0 to 3 (the simulated machine has 4 "
@@ -248,9 +251,16 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
 
     # A policy parameter under the kernel, from Python as from the command line (it said
     # "quantum = 2.5: expected an os-world key: affinity, batch, ...").
-    with pytest.raises(schedlab.SpecError, match=r"^quantum = 2.5: expected nothing under the "
-                       r"kernel \(a parameter of a schedlab policy: set policy\)$"):
-        schedlab.os(clients=2, size="det:1", params={"quantum": 2.5})
+    # The same words by name, and in the simulator's model of the kernel (they said "a
+    # parameter of policy kernel (deadline, ...)" and "quantum = 2.0: expected a key of the
+    # vocabulary").
+    for call in (lambda: schedlab.os(clients=2, size="det:1", params={"quantum": 2.5}),
+                 lambda: schedlab.os(clients=2, size="det:1", quantum=2.5),
+                 lambda: schedlab.simulate("kernel", load=0.5, jobs=9, params={"quantum": 2.5})):
+        with pytest.raises(schedlab.SpecError, match=r"^quantum = 2.5: expected nothing under "
+                           r"the kernel \(a parameter of a schedlab policy: set policy\)$"):
+            call()
+    assert schedlab.simulate("kernel", load=0.5, jobs=9, nice=3).summary["jobs"] == 9
     # A class's affinity written as text from Python, as in a file (it said
     # classes[0].affinity[0] = "0": expected a whole number).
     with pytest.raises(schedlab.SpecError, match=r"^classes\[0\]\.affinity = 0-9: expected CPU "

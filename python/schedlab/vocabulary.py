@@ -587,6 +587,10 @@ def _is_number_text(text: str) -> bool:
     return True
 
 
+# A schedlab policy's parameter beside the kernel's own policies (`schedlab os --quantum 3`).
+KERNEL_HAS_NO_PARAMS = "nothing under the kernel (a parameter of a schedlab policy: set policy)"
+
+
 def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     """Keyword arguments as one flat spec: `policy` (a name, an alias, "kernel", or a policy
     object from `schedlab.policies` carrying its params), `params` (a table) and the keys of
@@ -615,6 +619,8 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
             spec[key] = typed(key, value, KEYS[key])
         elif key in {q["name"] for p in policy_catalog() for q in p["params"]}:
             # Another policy's parameter: said as the command line says it.
+            if name == KERNEL:
+                raise spec_error(key, as_written(value), KERNEL_HAS_NO_PARAMS)
             raise spec_error(key, value, f"a parameter of policy {name} "
                              f"({', '.join(sorted(names))})" if names
                              else f"no parameters for policy {name}")
@@ -626,6 +632,9 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     params = given.values
     if params:
         if name == KERNEL:
+            for key, value in params.items():
+                if key not in KERNEL_PARAMS:  # `--quantum 2` beside the kernel's policies
+                    raise spec_error(key, as_written(value), KERNEL_HAS_NO_PARAMS)
             spec.update(params)  # the kernel's parameters are keys of the os world
         else:
             spec["params"] = {k: param_value(k, v) for k, v in params.items()}

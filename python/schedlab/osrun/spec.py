@@ -14,6 +14,7 @@ from typing import Any
 import schedlab._core as _core
 from schedlab.vocabulary import (
     KERNEL,
+    KERNEL_HAS_NO_PARAMS,
     KERNEL_POLICIES,
     RTPRIO_RULE,
     as_written,
@@ -178,9 +179,6 @@ def _dispatcher(spec: dict[str, Any]) -> str | None:
     params = {k: param_value(k, v) for k, v in given.items()}
     _core.check_discrete(str(name), params or None, _core.DISPATCH_FLUID_REFUSED)
     return info["name"]
-
-
-KERNEL_HAS_NO_PARAMS = "nothing under the kernel (a parameter of a schedlab policy: set policy)"
 
 
 def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
