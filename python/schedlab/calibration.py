@@ -47,13 +47,14 @@ import math
 import os
 import platform
 import time
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from schedlab import profile as profiles
 from schedlab import server as machinery
 from schedlab.vocabulary import KEYS, quoted, spec_error, typed
+
+if TYPE_CHECKING:  # numpy is imported where it is used: the command line's parser reads
+    import numpy as np  # this module's constants, and should start at once (issue 12)
 
 # The server keys a calibration takes (the server as it will run), and their defaults.
 CONFIG_KEYS = ("cpus", "cost", "cost_mode", "packet", "packet_unit", "buffer")
@@ -161,6 +162,8 @@ def _switched_turns(schedule: Any) -> dict[int, tuple[int, int]]:
 
 def _rows(result: Any) -> np.ndarray:
     """[worker ms, KiB, later turns, switched turns, response ms] per served request."""
+    import numpy as np
+
     jobs = result.jobs
     jobs = jobs[(jobs["error"] == 0) & jobs["service"].notna()]
     turns = _switched_turns(result.schedule)
@@ -173,6 +176,8 @@ def _rows(result: Any) -> np.ndarray:
 def _fit(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Least squares of worker time on (1, KiB, later turns, switched turns), refit without
     the requests far off the first fit. Returns (coefficients, standard errors, n, left out)."""
+    import numpy as np
+
     y = rows[:, 0]
     x = np.column_stack([np.ones(len(rows)), rows[:, 1], rows[:, 2], rows[:, 3]])
     coef = np.linalg.lstsq(x, y, rcond=None)[0]
@@ -197,12 +202,15 @@ def _term(mean: float, se: float, n: int, unit: str, **extra: Any) -> dict[str, 
 
 
 def _quantiles(values: np.ndarray) -> dict[str, float]:
+    import numpy as np
+
     return {"p50": float(np.quantile(values, 0.5)), "p95": float(np.quantile(values, 0.95))}
 
 
 def _quantiles_with_intervals(values: np.ndarray) -> dict[str, float]:
     """p50, p95, p99, each with its distribution-free 95% interval (the order statistics
     that bracket the quantile with probability 0.95: binomial counts), and the max."""
+    import numpy as np
     from scipy import stats
 
     v = np.sort(np.asarray(values, dtype=float))
@@ -221,6 +229,8 @@ def _timer_terms(cpu: int, unit: str) -> dict[str, dict[str, Any]]:
     """A timer's overshoot on `cpu`, sleep by sleep (schedlab.osrun.timer), under SCHED_FIFO
     (`timer`) in turns with SCHED_OTHER (`timer_other`); SCHED_OTHER's alone where the kernel
     refuses FIFO."""
+    import numpy as np
+
     from schedlab.osrun import timer
 
     try:
@@ -244,6 +254,8 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
                      phase_ms: float = PHASE_MS) -> dict[str, Any]:
     """Measures the server configured by `spec` (keys of `CONFIG_KEYS`) and returns its
     profile (write it with `schedlab.profile.write`)."""
+    import numpy as np
+
     config = config_of(dict(spec or {}))
     _ms, packet, per_byte = machinery.packet_ms(config)  # a bad cost: refused before any run
     started = time.monotonic()
@@ -304,6 +316,8 @@ def _exit_cost(config: dict[str, Any], n: int, seed: int, dispatched: dict[str, 
     wakes queues behind the first runs still to come, so those that woke before the last
     first run ended end back to back after it; their completions' span over their number,
     per CPU."""
+    import numpy as np
+
     from schedlab import osrun
 
     spec = {"jobs": n, "clients": n, "think": "det:0", "size": "det:1", "bursts": 1,
@@ -340,6 +354,8 @@ def _wake_cost(config: dict[str, Any], seed: int, **policy: Any) -> float:
 def _without_stalls(values: list[float]) -> list[float]:
     """The values but those far above their median (OUTLIER_MADS; the spread taken at least
     STALL_FLOOR_MS): a stall only ever makes a run slower."""
+    import numpy as np
+
     v = np.asarray(values, dtype=float)
     mid = float(np.median(v))
     spread = max(1.4826 * float(np.median(np.abs(v - mid))), STALL_FLOOR_MS)
@@ -367,6 +383,8 @@ def _per_cpu_job(summary: dict[str, Any], cpus: int) -> float:
 
 
 def _over_reps(values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
+    import numpy as np
+
     v = np.asarray(values, dtype=float)
     se = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else float("nan")
     return _term(float(np.mean(v)), se, len(v), unit, reps=[float(x) for x in v], **extra)

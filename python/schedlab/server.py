@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 import schedlab._core as _core
 from schedlab import noise
 from schedlab._core import SpecError
@@ -41,7 +39,8 @@ from schedlab.files import check_writable, make_parent, unmake
 from schedlab.lifetime import alive, child_env, die_with_parent
 from schedlab.vocabulary import Params, find_policy, param_value, parse_policies, spec_error
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and pandas are imported where they are used: the command line
+    import numpy as np  # builds its parser from this module and should start at once
     import pandas as pd
 
     from schedlab.results import Result
@@ -109,6 +108,8 @@ class Plan:
 
     def service_ms(self, nbytes: np.ndarray) -> np.ndarray:
         """Uncontended service time by the cost model (NaN when there is no emulated cost)."""
+        import numpy as np
+
         fixed, per = self.cost["fixed_ms"], self.cost["per_byte_ms"]
         if fixed == 0 and per == 0:
             return np.full(len(nbytes), np.nan)
@@ -132,6 +133,8 @@ def _bytes_from_ms(key: str, given: Any, ms: np.ndarray, cost: dict[str, float]
                    ) -> np.ndarray:
     """Sim sizes (ms of service) to file sizes: fixed + B * per_byte = size. `given` is the
     value as written, for the message."""
+    import numpy as np
+
     if cost["per_byte_ms"] <= 0:
         raise spec_error(key, given, "a cost with a per-size part (e.g. cost = "
                          "'0ms+0.1ms/KB') to turn ms into bytes, or `bytes` in bytes")
@@ -147,6 +150,8 @@ def _sizes(key: str, text: Any, n: int, seed: int, cost: dict[str, float],
     probability, each file the mean of its stratum (in random order). A catalogue of n
     independent draws would carry its own mean: with a heavy tail, 200 files can be 30% off
     the law, and every replication would serve a different workload from the simulator's."""
+    import numpy as np
+
     if isinstance(text, int | float) and not isinstance(text, bool):
         text = f"det:{text}"
     per = max(1, -(-CATALOGUE_DRAWS // n))
@@ -160,6 +165,8 @@ def _sizes(key: str, text: Any, n: int, seed: int, cost: dict[str, float],
 
 def plan(spec: dict[str, Any]) -> Plan:
     """Validates a server-world spec and draws its catalogue; writes nothing."""
+    import numpy as np
+
     spec = {k: v for k, v in spec.items() if v is not None}
     policy_name = str(spec.get("policy", "fcfs"))
     info = find_policy(policy_name)
@@ -390,6 +397,8 @@ def _dist_text(value: Any) -> str:
 def _mean_service(files: list[tuple[str, int]], targets: list[dict[str, Any]],
                   classes: list[dict[str, Any]], cost: dict[str, float]) -> float:
     """Mean service time of a request by the cost model, with the generator's picking rule."""
+    import numpy as np
+
     size = dict(files)
 
     def mean_of(ts: list[dict[str, Any]]) -> float:
@@ -657,6 +666,7 @@ def replay_trace(sent: pd.DataFrame, seed: int = 1) -> pd.DataFrame | None:
     (`seed`) from the run's own thinks and sizes: replayed until the run stopped sending
     (`time` = its end, `drain`), a client the model serves faster than the server did keeps
     sending, as it would have, instead of leaving the others a lighter machine at the end."""
+    import numpy as np
     import pandas as pd
 
     ok = sent[served(sent)]
@@ -694,6 +704,7 @@ def schedule_table(log: pd.DataFrame | None, start_ns: int,
     worker (`cpu` = the worker, `job` = the request id, `task` = its client or -1), ms since
     the generator's start, in start order. From the log's `segments` (worker:start_ns:end_ns
     per turn); the requests the master answered itself (errors) ran on no worker."""
+    import numpy as np
     import pandas as pd
 
     if log is None or not len(log) or "segments" not in log:
@@ -728,6 +739,7 @@ def request_table(raw: dict[str, Any], p: Plan | None = None,
     Columns the client cannot know (cpu, first_run, wait, context_switches, migrations) come
     from the server's log; without it they are -1 (cpu) or NaN.
     """
+    import numpy as np
     import pandas as pd
 
     from schedlab.results import JOB_COLUMNS
@@ -825,6 +837,8 @@ def _summary(p: Plan, ok: pd.DataFrame, jobs: pd.DataFrame, s: dict[str, Any],
              stats: dict[str, Any]) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """The common summary (`schedlab.results.summarize`) of the requests served, and the
     server world's own keys."""
+    import numpy as np
+
     from schedlab.results import summarize
 
     workers = int(p.serve["cpus"])
