@@ -480,12 +480,20 @@ fn classes_by_prefix_and_header_order_a_priority_queue() {
     assert_eq!(served, ["blocker", "vip/f0", "vip/f1", "f2", "f0", "f1"]);
 }
 
+/// The server's CSV log, one map of column to text per request.
+fn log_table(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    csv::Reader::from_path(path)
+        .unwrap()
+        .deserialize()
+        .map(|row| row.unwrap())
+        .collect()
+}
+
 /// Reads the server's CSV log into (path, turns, switches, first_run_ns, completion_ns).
 fn log_rows(path: &Path) -> Vec<(String, u32, u32, u64, u64)> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    r.deserialize::<std::collections::HashMap<String, String>>()
+    log_table(path)
+        .iter()
         .map(|row| {
-            let row = row.unwrap();
             (
                 row["path"].clone(),
                 row["turns"].parse().unwrap(),
@@ -728,11 +736,9 @@ fn a_client_pipelining_refused_requests_does_not_hold_the_master() {
     // The second client's request was read (its arrival: when the master parsed it) while
     // the master still had most of the flood to answer: it waited for a few rounds of
     // ANSWERS_PER_TURN (64), not for the 800.
-    let mut rows = csv::Reader::from_path(&log).unwrap();
-    let rows: Vec<(u16, u64, u64)> = rows
-        .deserialize::<std::collections::HashMap<String, String>>()
+    let rows: Vec<(u16, u64, u64)> = log_table(&log)
+        .iter()
         .map(|row| {
-            let row = row.unwrap();
             let ns = |k: &str| row[k].parse::<u64>().unwrap();
             (
                 row["status"].parse().unwrap(),
