@@ -237,8 +237,11 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--affinity", "0-3"],
          "error: affinity = 0-3: expected runqueues = per-cpu"),
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "2", "--runqueues", "per-cpu",
-          "--class", "affinity=0,2"], "error: classes[0].affinity = [0, 2]: expected CPU numbers "
+          "--class", "affinity=0,2"], "error: classes[0].affinity = 0,2: expected CPU numbers "
          "from 0 to 1"),
+        (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "2", "--runqueues", "per-cpu",
+          "--class", "affinity=x"], "error: classes[0].affinity = x: expected CPU numbers: 0,2 "
+         "or 0-3 or [0, 1]"),
         # The list form the message offers, written on the command line (it was refused).
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--runqueues", "per-cpu",
           "--affinity", "[0, 9]"], "error: affinity = [0, 9]: expected CPU numbers from 0 to 3"),
@@ -261,6 +264,10 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
                            r"the kernel \(a parameter of a schedlab policy: set policy\)$"):
             call()
     assert schedlab.simulate("kernel", load=0.5, jobs=9, nice=3).summary["jobs"] == 9
+    # A name that is no policy's parameter is not said to be one: the keys are listed.
+    with pytest.raises(schedlab.SpecError, match=r"^nicee = 3: expected a key \(arrival, "
+                       r".*or a parameter of policy kernel \(deadline, nice"):
+        schedlab.simulate("kernel", load=0.5, jobs=9, params={"nicee": 3})
     # A class's affinity written as text from Python, as in a file (it said
     # classes[0].affinity[0] = "0": expected a whole number).
     with pytest.raises(schedlab.SpecError, match=r"^classes\[0\]\.affinity = 0-9: expected CPU "
@@ -271,10 +278,38 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
     pinned = schedlab.simulate("fcfs", load=0.5, jobs=200, cpus=4, runqueues="per-cpu",
                                classes=[{"affinity": "2-3"}], keep_jobs=True)
     assert set(pinned.jobs["cpu"]) <= {2, 3} and len(pinned.jobs) == 200
-    cli_list = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--jobs", "200", "--cpus", "4",
-                               "--runqueues", "per-cpu", "--affinity", "[1, 3]", "--json"],
+    import numpy as np
+
+    on_numpy = schedlab.simulate("fcfs", load=0.5, jobs=200, cpus=4, runqueues="per-cpu",
+                                 affinity=[np.int64(1), np.int64(2)], keep_jobs=True)
+    assert set(on_numpy.jobs["cpu"]) <= {1, 2}
+    with pytest.raises(schedlab.SpecError, match=r"^affinity = \[inf\]: expected CPU numbers"):
+        schedlab.simulate("fcfs", load=0.5, jobs=9, cpus=4, affinity=[float("inf")])
+    for flags in (["--affinity", "[1, 3]"], ["--class", "affinity=[1,3]"]):
+        cli_list = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--jobs", "200", "--cpus",
+                                   "4", "--runqueues", "per-cpu", *flags, "--json"],
+                                  capture_output=True, text=True, timeout=30, env=cli_env())
+        assert cli_list.returncode == 0, (flags, cli_list.stderr)
+        assert json.loads(cli_list.stdout)["jobs"] == 200
+    # A class's affinity beside a profile: the profile is the calibrated model's, applied
+    # after the affinity is judged (it said `profile = ...: expected a key of this table`).
+    profiled = subprocess.run([SCHEDLAB, "sim", "--load", "0.5", "--jobs", "50", "--cpus", "4",
+                               "--runqueues", "per-cpu", "--class", "affinity=0,1", "--profile",
+                               str(ROOT / "docs" / "server-profile.toml"), "--json"],
                               capture_output=True, text=True, timeout=30, env=cli_env())
-    assert cli_list.returncode == 0 and json.loads(cli_list.stdout)["jobs"] == 200, cli_list.stderr
+    assert profiled.returncode == 0 and json.loads(profiled.stdout)["jobs"] == 50, profiled.stderr
+    # What a file's translation drops for the simulator is refused in a direct run whether or
+    # not another key is translated (beside affinity or nice, cost and a class's prefix ran).
+    for extra in ({}, {"affinity": [0]}, {"nice": 3}):
+        with pytest.raises(schedlab.SpecError, match=r"^cost = 1ms: expected nothing in the sim "
+                           "world: a key of the server's emulated cost"):
+            schedlab.simulate("fcfs", load=0.5, jobs=9, cpus=4, runqueues="per-cpu", cost="1ms",
+                              **extra)
+        with pytest.raises(schedlab.SpecError, match=r"^classes\[0\]\.prefix = /a: expected "
+                           "nothing in the sim world: a key of another world"):
+            schedlab.simulate("fcfs", load=0.5, jobs=9, cpus=4, runqueues="per-cpu",
+                              classes=[{"prefix": "/a", **({"affinity": [0]} if extra else {})}],
+                              **{k: v for k, v in extra.items() if k == "nice"})
     # batches splits one run; across replications it would go unused (it was accepted).
     for call in (lambda: schedlab.simulate("fcfs", load=0.5, jobs=100, batches=5,
                                            replications=2),

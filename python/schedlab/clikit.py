@@ -201,10 +201,9 @@ def _class_value(key: str, value: str) -> Any:
         if form == "float":
             return float(value)
         if form == "cpus":
-            return [int(c) for c in value.split(",")] if "-" not in value else value
+            return value  # the world reads the CPU list, and names it as typed
     except ValueError:
-        kind = "a whole number" if form == "int" else "a number" if form == "float" \
-            else "CPU numbers like 0,1 or 0-1"
+        kind = "a whole number" if form == "int" else "a number"
         raise argparse.ArgumentTypeError(f"class field {key}={value}: expected {kind}") \
             from None
     return value

@@ -1243,7 +1243,8 @@ def _check_values(world: str, flat: dict[str, Any], where: dict[str, str],
         given = _given(flat[base], base) if key == base and isinstance(flat.get(base), str) \
             else _short(value)
         if written and e.key in written:
-            given = written[e.key]
+            as_typed = written[e.key]
+            given = as_typed if isinstance(as_typed, str) else _short(as_typed)
         raise spec_error(path, given, allowed) from None
 
 

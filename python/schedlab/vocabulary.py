@@ -296,8 +296,8 @@ def cpu_list(value: Any) -> list[int]:
     if isinstance(value, bool):
         raise ValueError(value)
     out: list[int] = []
-    if isinstance(value, int):
-        out = [value]
+    if isinstance(value, numbers.Integral):  # numpy's integers too
+        out = [int(value)]
     elif isinstance(value, str):
         # "[0, 1]" on a command line is the list a file writes.
         text = value.strip()
@@ -315,8 +315,8 @@ def cpu_list(value: Any) -> list[int]:
             if len(out) > _core.MAX_CPUS:
                 raise ValueError(value)
     elif isinstance(value, list | tuple):
-        if any(isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v
-               for v in value):
+        if any(isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)
+               or int(v) != v for v in value):
             raise ValueError(value)
         out = [int(v) for v in value]
     else:
@@ -632,8 +632,9 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     params = given.values
     if params:
         if name == KERNEL:
+            schedlab_params = {q["name"] for p in policy_catalog() for q in p["params"]}
             for key, value in params.items():
-                if key not in KERNEL_PARAMS:  # `--quantum 2` beside the kernel's policies
+                if key not in KERNEL_PARAMS and key in schedlab_params:  # `--quantum 2`
                     raise spec_error(key, as_written(value), KERNEL_HAS_NO_PARAMS)
             spec.update(params)  # the kernel's parameters are keys of the os world
         else:

@@ -598,10 +598,9 @@ fn round_robin_turns_are_packets_of_lines() {
 /// as (worker, start_ns, end_ns)).
 #[allow(clippy::type_complexity)]
 fn log_segments(path: &Path) -> Vec<(String, u64, u64, u64, Vec<(u16, u64, u64)>)> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    r.deserialize::<std::collections::HashMap<String, String>>()
+    log_table(path)
+        .iter()
         .map(|row| {
-            let row = row.unwrap();
             let segments = row["segments"]
                 .split(';')
                 .filter(|s| !s.is_empty())

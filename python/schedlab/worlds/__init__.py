@@ -299,11 +299,12 @@ def translate(world: str, run: dict[str, Any], where: dict[str, str] | None = No
 
 
 def check_native(world: str, table: dict[str, Treatment], native: frozenset[str],
-                 spec: dict[str, Any]) -> None:
+                 spec: dict[str, Any], where: str = "") -> None:
     """A spec given to a world directly (not through `translate`) has only keys the world
     reads natively; a key of the vocabulary that the world drops or refuses is one error with
     the table's reason. (Keys outside the vocabulary, and policy parameters given by name, are
-    the world's own code's to judge.)"""
+    the world's own code's to judge.) `where` goes before a key in the message: a class's
+    table is checked as `classes[0].`."""
     for key, value in spec.items():
         treatment = table.get(key)
         if key in native or treatment is None:
@@ -312,9 +313,11 @@ def check_native(world: str, table: dict[str, Treatment], native: frozenset[str]
             why = treatment.reason
         elif isinstance(treatment, Drops) and treatment.note:
             why = treatment.note
+        elif isinstance(treatment, Drops):
+            why = "a key of another world, which an experiment file leaves out of this one"
         else:
             why = "give it through an experiment file, which translates it"
-        raise spec_error(key, short(value), f"nothing in the {world} world: {why}")
+        raise spec_error(f"{where}{key}", short(value), f"nothing in the {world} world: {why}")
 
 
 # ---------------------------------------------------------------------------------------------

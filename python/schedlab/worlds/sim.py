@@ -290,9 +290,10 @@ NATIVE_KEYS = frozenset(_core.SIM_KEYS)
 NATIVE_CLASS_KEYS = frozenset(_core.SIM_CLASS_KEYS)
 # Keys a direct run (the CLI, `simulate`) takes that the simulator reads through an experiment
 # file's translation (`direct_translation`): one-shot processes, a nice or a deadline for every
-# class, the machine's affinity, and a kernel policy's attributes (with `policy = "kernel"`).
+# class, the machine's affinity (in every class), and a kernel policy's attributes (with
+# `policy = "kernel"`). A class's own affinity is native (its text form becomes a list first).
 TRANSLATED_KEYS = frozenset({"batch", "nice", "deadline", "affinity"})
-TRANSLATED_CLASS_KEYS = frozenset({"batch", "affinity"})
+TRANSLATED_CLASS_KEYS = frozenset({"batch"})
 # What a direct run takes: the native keys, those translated, and a profile (core_spec applies
 # it as the table's mapping does).
 DIRECT_KEYS = NATIVE_KEYS | TRANSLATED_KEYS | set(KERNEL_ATTRIBUTES) | {"profile"}
@@ -312,6 +313,9 @@ def core_spec(spec: dict[str, Any]) -> dict[str, Any]:
         spec, _notes = profile.apply(spec)
     core = direct_translation(flat_spec(**spec))
     check_native("sim", KEYS, NATIVE_KEYS, core)
+    for i, c in enumerate(core.get("classes") or []):
+        if isinstance(c, dict):
+            check_native("sim", CLASS_KEYS, NATIVE_CLASS_KEYS, c, f"classes[{i}].")
     return core
 
 
@@ -331,10 +335,12 @@ def direct_translation(spec: dict[str, Any], notes: list[str] | None = None) -> 
     """A direct run's spec with the keys the simulator reads through an experiment file's
     translation translated as a file's are (`batch` as clients of one job each, `nice` and
     `deadline` in every class, `affinity` in every class, a kernel policy as the textbook
-    policy that models it); as given when it has none. A kernel attribute without the kernel
-    policy, or a run the simulator has no model of, is refused (a file drops or skips it).
-    What the translation did is appended to `notes`."""
+    policy that models it); as given when it has none. A class's affinity written as text
+    becomes its list. A kernel attribute without the kernel policy, a key the translation
+    would drop, or a run the simulator has no model of, is refused (a file drops or skips
+    it). What the translation did is appended to `notes`."""
     _check_direct(spec)
+    spec, given = _class_affinities(spec)
     classes = spec.get("classes") or []
     kernel = spec.get("policy") == KERNEL
     if not kernel:
@@ -347,9 +353,16 @@ def direct_translation(spec: dict[str, Any], notes: list[str] | None = None) -> 
                                  f"{KERNEL_NOTE}")
     if not (kernel or TRANSLATED_KEYS & set(spec)
             or any(TRANSLATED_CLASS_KEYS & set(c) for c in classes if isinstance(c, dict))):
+        _judged_as_written({k: v for k, v in spec.items() if k != "profile"}, given, {})
         return spec
     from schedlab.worlds import translate
 
+    # What the translation would drop (threads, a class's prefix) is refused, as it is where
+    # nothing is translated.
+    check_native("sim", KEYS, DIRECT_KEYS, spec)
+    for i, c in enumerate(classes):
+        if isinstance(c, dict):
+            check_native("sim", CLASS_KEYS, DIRECT_CLASS_KEYS, c, f"classes[{i}].")
     # A direct run's profile is the calibrated model's (core_spec applies it), which a
     # file's sim world leaves out.
     profile = {k: spec[k] for k in ("profile",) if k in spec}
@@ -359,17 +372,39 @@ def direct_translation(spec: dict[str, Any], notes: list[str] | None = None) -> 
         raise spec_error(path, value, f"a run the simulator has a model of: {reason}")
     if notes is not None:
         notes += [n for n in t.notes if n not in notes]
-    out = {**t.spec, **profile}
-    # An affinity the translation rewrote (machine's into every class, text into a list) is
-    # judged by the core, its refusal named as the user wrote it.
-    if t.given:
-        try:
-            _core.validate(out)
-        except SpecError as e:
-            if e.key in t.given:
-                raise spec_error(t.path(e.key), t.given[e.key], e.allowed) from None
-            raise
-    return out
+    _judged_as_written(t.spec, {**t.given, **given}, t.where)
+    return {**t.spec, **profile}
+
+
+def _class_affinities(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`spec` with each class's affinity written as text ("0-3") as its list, and the text
+    as written by path (classes[0].affinity), for the core's refusal of it."""
+    classes = spec.get("classes")
+    if not isinstance(classes, list):
+        return spec, {}
+    given: dict[str, Any] = {}
+    out = []
+    for i, c in enumerate(classes):
+        if isinstance(c, dict) and isinstance(c.get("affinity"), str):
+            path = f"classes[{i}].affinity"
+            given[path] = c["affinity"]
+            c = {**c, "affinity": _affinity_cpus(path, c["affinity"])}
+        out.append(c)
+    return ({**spec, "classes": out} if given else spec), given
+
+
+def _judged_as_written(core: dict[str, Any], given: dict[str, Any],
+                       where: dict[str, str]) -> None:
+    """An affinity made a list here (the machine's in every class, a class's text) is judged
+    by the core, its refusal named with the key and value as the user wrote them."""
+    if not given:
+        return
+    try:
+        _core.validate(core)
+    except SpecError as e:
+        if e.key in given:
+            raise spec_error(where.get(e.key, e.key), given[e.key], e.allowed) from None
+        raise
 
 
 def _check_direct_io(core: dict[str, Any]) -> None:
