@@ -242,6 +242,11 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "2", "--runqueues", "per-cpu",
           "--class", "affinity=x"], "error: classes[0].affinity = x: expected CPU numbers: 0,2 "
          "or 0-3 or [0, 1]"),
+        # A nice or deadline for every task, named as typed (it said classes[0].nice = 99).
+        (["sim", "--load", "0.5", "--jobs", "9", "--nice", "99"], "error: nice = 99: expected "
+         "a number from -20 to 19"),
+        (["sim", "--policy", "edf", "--load", "0.5", "--jobs", "9", "--deadline", "-1"],
+         "error: deadline = -1: expected a number > 0"),
         # The list form the message offers, written on the command line (it was refused).
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--runqueues", "per-cpu",
           "--affinity", "[0, 9]"], "error: affinity = [0, 9]: expected CPU numbers from 0 to 3"),

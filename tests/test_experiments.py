@@ -450,6 +450,10 @@ BAD = [
     # as written (it named workload.classes[0].affinity, a table the file does not have).
     ('[workload]\njobs = 10\nload = 0.5\n[machine]\ncpus = 2\naffinity = [0]\n[[policy]]\n'
      'name = "fcfs"\n', "machine.affinity = [0]: expected runqueues = per-cpu"),
+    # A kernel policy's nice goes into every class for the simulator: named where the file
+    # wrote it (it said workload.classes[0].nice, a table the file does not have).
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "kernel"\nnice = 99\n',
+     "policy[0].nice = 99: expected a number from -20 to 19"),
     # Whether an affinity's CPUs are the machine's is the core's check, named as written
     # (not as the list the translation made of it), at a class and at a sweep's point.
     ('[workload]\njobs = 10\nload = 0.5\n[machine]\ncpus = 4\nrunqueues = "per-cpu"\n'

@@ -108,8 +108,9 @@ class Translation:
     `spec` is what the world's `run(spec)` gets; `where` maps each of its keys to the path in
     the file it came from (for error messages); `notes` say what was translated or dropped;
     `skip` is (path, value, reason) when the world has no model of the run; `given` keeps
-    the value as written of a key the translation rewrote where the world's own check judges
-    it (machine.affinity = "0-9", as the list in every class), for that check's message.
+    the value as written of a key the translation moved or rewrote where the world's own
+    check judges it (machine.affinity = "0-9" as the list in every class, a nice in every
+    class), by the path the check names (classes[0].affinity), for that check's message.
     """
 
     world: str
@@ -174,10 +175,14 @@ def os_form(io: Any) -> bool:
 
 
 def every_class(t: Translation, key: str) -> None:
-    """A value for every task (nice, deadline) is every class's own, unless a class sets it."""
+    """A value for every task (nice, deadline) is every class's own, unless a class sets it;
+    a refusal of it names the key where it was written (nice = 99, not classes[0].nice)."""
     value = t.spec.pop(key)
-    for c in t.classes(create=True):
-        c.setdefault(key, value)
+    for i, c in enumerate(t.classes(create=True)):
+        if key not in c:
+            c[key] = value
+            t.where[f"classes[{i}].{key}"] = t.path(key)
+            t.given[f"classes[{i}].{key}"] = value
 
 
 def policy_service(t: Translation, key: str) -> str:

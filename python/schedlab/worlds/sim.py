@@ -14,6 +14,7 @@ from schedlab.vocabulary import (
     DEFAULT_SEED,
     KERNEL,
     RTPRIO_RULE,
+    as_written,
     batches_beside,
     cpu_list,
     flat_spec,
@@ -395,15 +396,17 @@ def _class_affinities(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
 
 def _judged_as_written(core: dict[str, Any], given: dict[str, Any],
                        where: dict[str, str]) -> None:
-    """An affinity made a list here (the machine's in every class, a class's text) is judged
-    by the core, its refusal named with the key and value as the user wrote them."""
+    """A key moved or rewritten here (the machine's affinity or a nice in every class, a
+    class's text affinity) is judged by the core, its refusal named with the key and value
+    as the user wrote them."""
     if not given:
         return
     try:
         _core.validate(core)
     except SpecError as e:
         if e.key in given:
-            raise spec_error(where.get(e.key, e.key), given[e.key], e.allowed) from None
+            raise spec_error(where.get(e.key, e.key), as_written(given[e.key]), e.allowed) \
+                from None
         raise
 
 
