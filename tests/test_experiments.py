@@ -450,6 +450,11 @@ BAD = [
     # as written (it named workload.classes[0].affinity, a table the file does not have).
     ('[workload]\njobs = 10\nload = 0.5\n[machine]\ncpus = 2\naffinity = [0]\n[[policy]]\n'
      'name = "fcfs"\n', "machine.affinity = [0]: expected runqueues = per-cpu"),
+    # A schedlab policy's parameter in a kernel table, said as the command line says it (it
+    # listed the kernel's keys as if quantum were a misspelling of one).
+    ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "kernel"\nquantum = 2\n',
+     "policy[0].quantum = 2: expected nothing under the kernel (a parameter of a schedlab "
+     "policy: set name; the kernel's are deadline, nice, period, rtprio, runtime, sched)"),
     # A kernel policy's nice goes into every class for the simulator: named where the file
     # wrote it (it said workload.classes[0].nice, a table the file does not have).
     ('[workload]\njobs = 10\nload = 0.5\n[[policy]]\nname = "kernel"\nnice = 99\n',

@@ -51,6 +51,7 @@ from schedlab.vocabulary import (
     MAX_REPLICATIONS,
     batches_beside,
     find_policy,
+    param_units,
     policy_catalog,
     replication_seed,
     spec_error,
@@ -781,6 +782,11 @@ def _policies(config: Any) -> list[tuple[str, str, dict[str, Any], set[str]]]:
         for k, v in params.items():
             if k not in names:
                 allowed = ", ".join(sorted(names)) or "none"
+                if info["name"] == KERNEL and k in param_units():
+                    # A schedlab policy's parameter, said as the command line says it.
+                    raise spec_error(f"policy[{i}].{k}", _short(v), "nothing under the kernel "
+                                     "(a parameter of a schedlab policy: set name; the "
+                                     f"kernel's are {allowed})")
                 raise spec_error(f"policy[{i}].{k}", _short(v),
                                  f"a parameter of policy {info['name']} ({allowed}), or "
                                  "name, label, params")
