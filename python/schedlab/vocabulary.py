@@ -617,7 +617,7 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
             given.give({key: value}, "its own key")
         elif key in KEYS:
             spec[key] = typed(key, value, KEYS[key])
-        elif key in {q["name"] for p in policy_catalog() for q in p["params"]}:
+        elif key in param_units():
             # Another policy's parameter: said as the command line says it.
             if name == KERNEL:
                 raise spec_error(key, as_written(value), KERNEL_HAS_NO_PARAMS)
@@ -632,9 +632,8 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     params = given.values
     if params:
         if name == KERNEL:
-            schedlab_params = {q["name"] for p in policy_catalog() for q in p["params"]}
             for key, value in params.items():
-                if key not in KERNEL_PARAMS and key in schedlab_params:  # `--quantum 2`
+                if key not in KERNEL_PARAMS and key in param_units():  # `--quantum 2`
                     raise spec_error(key, as_written(value), KERNEL_HAS_NO_PARAMS)
             spec.update(params)  # the kernel's parameters are keys of the os world
         else:
