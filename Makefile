@@ -51,10 +51,11 @@ test-rust:
 	cargo test --workspace --profile test-opt --quiet
 
 # Simulator tests two at a time; then the tests that measure the machine, alone (conftest.REAL).
-# Each phase lists its slowest tests, so every CI log says where the time went (issue 12).
+# Each phase lists its slowest tests, so every CI log says where the time went (issue 12), and
+# the reason of every skip (a prediction not judged on a shared machine says why).
 test-python: setup
-	$(BIN)/pytest -q -n auto -m "not real" --durations=15
-	$(BIN)/pytest -q -m real --durations=15
+	$(BIN)/pytest -q -rs -n auto -m "not real" --durations=15
+	$(BIN)/pytest -q -rs -m real --durations=15
 
 lint: setup
 	cargo fmt --check

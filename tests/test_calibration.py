@@ -488,6 +488,21 @@ def test_an_os_profiles_wake_up_and_migration_become_model_terms(tmp_path):
 
 # --- On the real server ------------------------------------------------------------------
 
+def _skip_if_shared(prof: dict, summaries: object = None) -> None:
+    """Skips a judgement of a profile measured, or runs served, on a machine the noise gate
+    found shared: with the hypervisor stealing 9-49% of the CPUs of sleep-heavy runs (an idle
+    guest's wake-ups came late), a known 5 ms cost was calibrated back as 5.36 ms and a run's
+    mean moved from 3.8 to 11.6 ms within minutes (2026-12-02). Phases and runs flagged noisy
+    were run again, up to twice, first."""
+    noisy = list(prof["profile"].get("warnings", []))
+    if summaries is not None:
+        flagged = summaries[summaries["noisy"].fillna(False).astype(bool)]
+        noisy += [f"{r.world} {r.label} replication {r.replication}: {r.noise_reasons}"
+                  for r in flagged.itertuples()]
+    if noisy:
+        pytest.skip(f"not judged on a shared machine: {noisy}")
+
+
 @pytest.mark.real
 def test_a_known_emulated_cost_is_calibrated_back(tmp_path):
     out = tmp_path / "server.toml"
@@ -497,6 +512,9 @@ def test_a_known_emulated_cost_is_calibrated_back(tmp_path):
     assert run.returncode == 0, run.stderr
     prof = profile.load(out)
     terms = prof["server"]
+    assert prof["fit"]["requests"] > 300 and prof["profile"]["seconds"] > 0
+    assert "fixed" in run.stdout and "ms/KiB" in run.stdout
+    _skip_if_shared(prof)
     # The server adds its own tens of microseconds to the emulated 5 ms and 0.1 ms/KiB.
     assert terms["fixed"]["mean"] == pytest.approx(5.0, rel=0.05)
     assert terms["per_kib"]["mean"] == pytest.approx(0.1, rel=0.05)
@@ -507,8 +525,6 @@ def test_a_known_emulated_cost_is_calibrated_back(tmp_path):
     assert terms["idle_delay"]["think_ms"] == 20.0 and 0 < terms["idle_delay"]["mean"] < 2
     assert prof["fit"]["phases"]["idle"] > 30
     assert prof["profile"]["config"]["cost"] == "5ms+0.1ms/KiB"
-    assert prof["fit"]["requests"] > 300 and prof["profile"]["seconds"] > 0
-    assert "fixed" in run.stdout and "ms/KiB" in run.stdout
 
 
 @pytest.mark.real
@@ -517,14 +533,20 @@ def test_a_profile_predicts_another_run_of_the_server(tmp_path):
     # cost of a turn is as large as a packet's, so the ideal model is far off.
     server = {"cpus": 2, "cost": "0.1ms+0.005ms/KiB", "packet": 16384}
     path = tmp_path / "server.toml"
-    schedlab.calibrate("server", path, **server)
+    prof = schedlab.calibrate("server", path, **server)
     run = {**server, "policy": "rr", "params": {"quantum": 0.08}, "clients": 4,
            "think": "exp:2", "size": "uniform:0.5,3", "files": 50, "warmup": 100}
-    real = []
+    reals = []
     for seed in (7, 8, 9):
-        t = worlds.translate("server", {**run, "seed": seed, "time": 3000})
-        real.append(server_world.run(t.spec).summary["response_mean"])
+        t = worlds.translate("server", {**run, "seed": seed, "time": 3000, "retry_noisy": 2})
+        reals.append(server_world.run(t.spec).summary)
+    real = [r["response_mean"] for r in reals]
     real_mean = float(np.median(real))
+    # A machine shared with others is not the one a profile describes (`_skip_if_shared`).
+    import pandas as pd
+
+    _skip_if_shared(prof, pd.DataFrame([{**r, "world": "server", "label": "RR", "replication": i}
+                                        for i, r in enumerate(reals)]))
 
     def simulated(world: str, extra: dict) -> float:
         t = worlds.translate(world, {**run, **extra, "jobs": 200_000, "seed": 7})
@@ -547,7 +569,8 @@ def _experiment(profile_value: str, worlds_: list[str], **server_time: object) -
         "machine": {"cpus": 2, "cost": "0.1ms+0.005ms/KiB", "packet": 16384,
                     "profile": profile_value},
         "policy": [{"name": "fcfs"}, {"name": "rr", "label": "RR 1 packet", "quantum": 0.08}],
-        "worlds": {"server": {"time": 2_000, "replications": 1, **server_time}},
+        "worlds": {"server": {"time": 2_000, "replications": 1, "retry_noisy": 2,
+                              **server_time}},
     }
 
 
@@ -599,6 +622,7 @@ def test_an_experiment_calibrates_first_and_shows_three_lines(tmp_path):
                                          "cost_mode": "sleep", "packet": 16384}
     assert res.manifest["notes"]["calibrated"][0].startswith(
         "machine.profile = calibrate: profile-server.toml, measured in ")
+    _skip_if_shared(prof, res.summaries)
     m = res.metric("response_mean").set_index(["world", "label"])["mean"]
     # One-packet quanta: the server's own cost of a turn is as large as a packet's. The
     # calibrated model is near the server, the ideal one well under it. How near one pair can
@@ -637,13 +661,14 @@ def test_a_replay_runs_the_model_on_each_server_runs_requests(tmp_path):
     out, runs = tmp_path / "out", tmp_path / "out" / "runs"
     prof = tmp_path / "server.toml"
     config = {"cpus": 2, "cost": "0.1ms+0.005ms/KiB", "packet": 16384}
-    schedlab.calibrate("server", prof, **config)
+    measured = schedlab.calibrate("server", prof, **config)
     exp = _experiment(str(prof), ["calibrated", "server"])
     exp["policy"][1].update(label="RR 5 packets", quantum=0.4)
-    exp["worlds"] = {"server": {"time": 2_000, "replications": 2},
+    exp["worlds"] = {"server": {"time": 2_000, "replications": 2, "retry_noisy": 2},
                      "calibrated": {"replay": "server"}}
     res = schedlab.run(exp, out=out)
     assert res.manifest["replays"] == {"calibrated": "server"}
+    _skip_if_shared(measured, res.summaries)
     s = res.summaries.set_index(["world", "label", "replication"])
     for label in ("FCFS", "RR 5 packets"):
         for rep in (0, 1):
@@ -1011,3 +1036,23 @@ def test_the_os_worlds_io_after_each_burst_is_final_io_in_the_simulator():
     assert "final_io" not in t.spec
     t = worlds.translate("os", {**run, "io": "det:10", "bursts": 2})
     assert t.spec["bursts"] == 1
+
+
+def test_a_server_phase_still_noisy_after_its_retries_is_named_in_the_warnings():
+    from types import SimpleNamespace
+
+    from schedlab.calibration import SERVER_RETRY_NOISY, _noise_warnings
+
+    def phase(noisy: bool, reasons: list[str]) -> SimpleNamespace:
+        return SimpleNamespace(summary={"noisy": noisy, "noise_reasons": reasons,
+                                        "attempts": 1 + SERVER_RETRY_NOISY if noisy else 1})
+
+    stolen = "the hypervisor stole 38.0% of the run's CPUs"
+    warnings = _noise_warnings({"alone": phase(False, []), "turns": phase(True, [stolen]),
+                                "idle": phase(True, [stolen, "others used 12.0%"])})
+    assert warnings == [
+        f"the turns phase was noisy after 3 attempts ({stolen}): its costs are the machine's "
+        "as it was shared; calibrate again on a quiet machine",
+        f"the idle phase was noisy after 3 attempts ({stolen}; others used 12.0%): its costs "
+        "are the machine's as it was shared; calibrate again on a quiet machine"]
+    assert _noise_warnings({"alone": phase(False, [])}) == []
