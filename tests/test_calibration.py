@@ -416,7 +416,7 @@ def test_a_slow_batch_of_tiny_dispatched_jobs_is_left_out(monkeypatch):
     # (0.22 at many) plus the CPU asked, and the third repetition of each tiny batch is 3.4x.
     from schedlab import calibration
 
-    def batch(config, n, size, seed, **policy):
+    def batch(gate, phase, config, n, size, seed, **policy):
         start = 0.2 if n <= calibration.FEW * 2 else 0.22
         if size == 0.01 and seed == 12:
             start *= 3.4
@@ -1056,3 +1056,25 @@ def test_a_server_phase_still_noisy_after_its_retries_is_named_in_the_warnings()
         f"the idle phase was noisy after 3 attempts ({stolen}; others used 12.0%): its costs "
         "are the machine's as it was shared; calibrate again on a quiet machine"]
     assert _noise_warnings({"alone": phase(False, [])}) == []
+
+
+def test_an_os_run_still_noisy_after_its_retries_is_counted_in_its_phases_warning(monkeypatch):
+    from types import SimpleNamespace
+
+    from schedlab import osrun
+    from schedlab.calibration import _Gate
+
+    stolen = "the hypervisor stole 12.5% of the run's CPUs"
+    verdicts = iter([(False, []), (True, [stolen]), (True, ["a stall of 7.5 ms"]), (False, [])])
+
+    def run(spec):
+        noisy, reasons = next(verdicts)
+        return SimpleNamespace(summary={"noisy": noisy, "noise_reasons": reasons})
+
+    monkeypatch.setattr(osrun, "run", run)
+    gate = _Gate()
+    for phase in ("wake-ups", "wake-ups", "wake-ups", "exits"):
+        gate.run(phase, {})
+    assert gate.warnings() == [
+        f"the wake-ups phase: 2 of 3 runs still noisy after 2 retries (first: {stolen}): its "
+        "terms may carry the machine as it was shared"]

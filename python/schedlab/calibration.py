@@ -315,18 +315,41 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
     }
 
 
-def _os_batch(config: dict[str, Any], n: int, size: float, seed: int,
+class _Gate:
+    """The os runs of a calibration, phase by phase, and those the noise gate still flagged
+    after their retries: the profile's warnings."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, int] = {}
+        self.flagged: dict[str, list[list[str]]] = {}
+
+    def run(self, phase: str, spec: dict[str, Any]) -> Any:
+        from schedlab import osrun
+
+        result = osrun.run(spec)
+        self.runs[phase] = self.runs.get(phase, 0) + 1
+        if result.summary.get("noisy"):
+            self.flagged.setdefault(phase, []).append(list(result.summary["noise_reasons"]))
+        return result
+
+    def warnings(self) -> list[str]:
+        return [f"the {phase} phase: {len(reasons)} of {self.runs[phase]} runs still noisy "
+                f"after {OS_RUN_OPTIONS['retry_noisy']} retries (first: "
+                f"{'; '.join(reasons[0])}): its terms may carry the machine as it was shared"
+                for phase, reasons in self.flagged.items()]
+
+
+def _os_batch(gate: _Gate, phase: str, config: dict[str, Any], n: int, size: float, seed: int,
               **policy: Any) -> dict[str, Any]:
     """One batch of `n` one-shot processes of `size` ms of CPU on the configured CPUs; the
     os world's summary."""
-    from schedlab import osrun
-
     spec = {"batch": n, "size": f"det:{size}", "cpus": config["cpus"], "seed": seed,
             **OS_RUN_OPTIONS, **policy}
-    return osrun.run(spec).summary
+    return gate.run(phase, spec).summary
 
 
-def _exit_cost(config: dict[str, Any], n: int, seed: int, dispatched: dict[str, Any]) -> float:
+def _exit_cost(gate: _Gate, config: dict[str, Any], n: int, seed: int,
+               dispatched: dict[str, Any]) -> float:
     """A CPU's time per job end after a final I/O: `n` processes of one 1 ms burst and a
     final sleep of EXIT_SLEEP_MS under the dispatcher's RR (quantum 10 ms). A sleeper that
     wakes queues behind the first runs still to come, so those that woke before the last
@@ -334,13 +357,11 @@ def _exit_cost(config: dict[str, Any], n: int, seed: int, dispatched: dict[str, 
     per CPU."""
     import numpy as np
 
-    from schedlab import osrun
-
     spec = {"jobs": n, "clients": n, "think": "det:0", "size": "det:1", "bursts": 1,
             "io": f"sleep:det:{EXIT_SLEEP_MS}", "cpus": config["cpus"], "seed": seed,
             **OS_RUN_OPTIONS, "keep_jobs": True, "params": {"quantum": 10.0},
             **dispatched}
-    jobs = osrun.run(spec).jobs
+    jobs = gate.run("exits", spec).jobs
     last_burst = float(jobs["first_run"].max()) + 1.0
     woke = jobs[jobs["first_run"] + 1.0 + EXIT_SLEEP_MS < last_burst]
     ends = np.sort(woke["completion"].to_numpy(dtype=float))
@@ -349,20 +370,18 @@ def _exit_cost(config: dict[str, Any], n: int, seed: int, dispatched: dict[str, 
     return float(ends[-1] - ends[0]) / (len(ends) - 1) * int(config["cpus"])
 
 
-def _wake_cost(config: dict[str, Any], seed: int, **policy: Any) -> float:
+def _wake_cost(gate: _Gate, config: dict[str, Any], seed: int, **policy: Any) -> float:
     """A sleep's cost beyond itself: one process per CPU of k bursts of WAKE_BURST_MS, each
     followed by a sleep of WAKE_SLEEP_MS, on CPUs that idle while it sleeps, at two k: the
     slope of its response over k less a burst and a sleep. Its start and exit are in both
     responses and cancel."""
-    from schedlab import osrun
-
     cpus = int(config["cpus"])
     responses = []
     for k in WAKE_BURSTS:
         spec = {"jobs": cpus, "clients": cpus, "think": "det:0", "size": f"det:{k * WAKE_BURST_MS}",
                 "bursts": k, "io": f"sleep:det:{WAKE_SLEEP_MS}", "cpus": cpus, "seed": seed,
                 **OS_RUN_OPTIONS, **policy}
-        responses.append(float(osrun.run(spec).summary["response_mean"]))
+        responses.append(float(gate.run("wake-ups", spec).summary["response_mean"]))
     per_sleep = (responses[1] - responses[0]) / (WAKE_BURSTS[1] - WAKE_BURSTS[0])
     return per_sleep - WAKE_BURST_MS - WAKE_SLEEP_MS
 
@@ -378,7 +397,7 @@ def _without_stalls(values: list[float]) -> list[float]:
     return [float(x) for x in v if x - mid <= OUTLIER_MADS * spread]
 
 
-def _migration_cost(config: dict[str, Any], seed: int, start: float, switch: float,
+def _migration_cost(gate: _Gate, config: dict[str, Any], seed: int, start: float, switch: float,
                     dispatched: dict[str, Any]) -> tuple[float, int]:
     """What a migration adds to a quantum's switch: 2 x cpus + 1 processes of MIGRATE_MS under
     the dispatcher's RR in 1 ms quanta (one process more than pairs of CPUs, so that a process
@@ -386,7 +405,8 @@ def _migration_cost(config: dict[str, Any], seed: int, start: float, switch: flo
     processes' starts and switches, per migration the kernel counted."""
     cpus = int(config["cpus"])
     n = 2 * cpus + 1
-    s = _os_batch(config, n, MIGRATE_MS, seed, params={"quantum": 1.0}, **dispatched)
+    s = _os_batch(gate, "migrations", config, n, MIGRATE_MS, seed, params={"quantum": 1.0},
+                  **dispatched)
     extra = float(s["response_max"]) * cpus - n * (start + MIGRATE_MS) \
         - float(s["context_switches"]) * switch
     moves = int(s["migrations"])
@@ -414,6 +434,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     config = config_of(dict(spec or {}), "os")
     cpus = int(config["cpus"])
     started = time.monotonic()
+    gate = _Gate()
     units = profiles.OS_TERMS
     terms: dict[str, Any] = {}
     short_reps = reps + EXTRA_REPS
@@ -427,7 +448,8 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
             # The few processes' batches last tens of ms, where one late end moves a slope
             # by a tenth (SCHED_OTHER's scale: 0.92-1.23 a repetition).
             for r in range(short_reps if per_cpu == FEW else reps):
-                w = [_per_cpu_job(_os_batch(config, n, size, seed + r, policy="kernel",
+                w = [_per_cpu_job(_os_batch(gate, "kernel batches", config, n, size, seed + r,
+                                            policy="kernel",
                                             **policy), cpus) for size in SIZES]
                 scale = (w[1] - w[0]) / (SIZES[1] - SIZES[0])
                 scales.append(scale)
@@ -446,7 +468,8 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     # repeated as the short phases are, and a run far slower than the others left out.
     for per_cpu in (FEW, many):
         n = per_cpu * cpus
-        runs = [_os_batch(config, n, tiny, seed + r, params={"quantum": 10.0}, **dispatched)
+        runs = [_os_batch(gate, "dispatcher starts", config, n, tiny, seed + r,
+                          params={"quantum": 10.0}, **dispatched)
                 for r in range(short_reps)]
         starts = [_per_cpu_job(s, cpus) - tiny for s in runs]
         kept = _without_stalls(starts)
@@ -466,8 +489,8 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     n_turns, size_turns = 2 * cpus, 50.0
     d_switch = []
     for r in range(reps):
-        s = _os_batch(config, n_turns, size_turns, seed + r, params={"quantum": 1.0},
-                      **dispatched)
+        s = _os_batch(gate, "dispatcher switches", config, n_turns, size_turns, seed + r,
+                      params={"quantum": 1.0}, **dispatched)
         # The dispatcher's quanta are wall time and a worker's CPU clock runs with it: the
         # overhead is its starts and its switches.
         extra = float(s["response_max"]) * cpus - n_turns * (
@@ -476,7 +499,8 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     terms["dispatch_switch"] = _over_reps(d_switch, units["dispatch_switch"], tasks=n_turns)
     # A job that ends with an I/O ends when the dispatcher runs it again (its exit): sleepers
     # whose wake-ups queue behind the others' first runs (RR) then end back to back.
-    exits = [_exit_cost(config, EXIT_TASKS * cpus, seed + r, dispatched) for r in range(reps)]
+    exits = [_exit_cost(gate, config, EXIT_TASKS * cpus, seed + r, dispatched)
+             for r in range(reps)]
     exits = [x for x in exits if math.isfinite(x)]
     if exits:  # else left out, as an older profile has it: no end apart from the start
         terms["dispatch_exit"] = _over_reps(exits, profiles.OPTIONAL_OS_TERMS["dispatch_exit"],
@@ -488,7 +512,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     # A stall of this shared machine in one run moves a slope by tenths of a ms: left out.
     for term, policy in (("kernel_wake", {"policy": "kernel", "sched": "fifo", "rtprio": 10}),
                          ("dispatch_wake", {**dispatched, "params": {"quantum": 10.0}})):
-        wakes = [_wake_cost(config, seed + r, **policy) for r in range(short_reps)]
+        wakes = [_wake_cost(gate, config, seed + r, **policy) for r in range(short_reps)]
         kept = _without_stalls(wakes)
         terms[term] = _over_reps(kept, optional[term], tasks=cpus,
                                  stalled=[w for w in wakes if w not in kept])
@@ -499,7 +523,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     if cpus > 1:
         # As the wake-ups: one stall in a run of ~500 migrations once moved a repetition to
         # 0.35 ms per migration where the others gave -0.003.
-        moved = [_migration_cost(config, seed + r, terms["dispatch_start"]["mean"],
+        moved = [_migration_cost(gate, config, seed + r, terms["dispatch_start"]["mean"],
                                  terms["dispatch_switch"]["mean"], dispatched)
                  for r in range(short_reps)]
         costs = [c for c, _ in moved if math.isfinite(c)]
@@ -512,7 +536,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     seconds = time.monotonic() - started
     return {
         "profile": {**_machine(profiles.OS, seconds), "config": config,
-                    "warnings": _mark_disagreeing_scales(terms)},
+                    "warnings": _mark_disagreeing_scales(terms) + gate.warnings()},
         "os": terms,
         "fit": {"reps": reps, "reps_short": short_reps, "sizes_ms": list(SIZES),
                 "tasks": [FEW * cpus, many * cpus],
