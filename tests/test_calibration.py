@@ -847,8 +847,17 @@ def test_an_os_profile_predicts_batches_of_real_processes(tmp_path):
     from schedlab.worlds import os as os_world
 
     path = tmp_path / "os.toml"
-    # The default three repetitions: with two, one stalled batch moves a term by half.
-    prof = schedlab.calibrate("os", path, cpus=2, enforce="fifo")
+    # The default three repetitions: with two, one stalled batch moves a term by half. A
+    # profile with warnings (runs still noisy after their retries) is measured again, up to
+    # twice: one with 7 of 32 kernel batches and 4 of 20 wake-up runs still noisy (steal 21%,
+    # stalls of 9-11 ms) had kernel_wake 0.19 ms and dispatch_wake 0.79 where the next
+    # calibration, without warnings, had 0.017 and 0.100 (2026-12-02), and failed this test.
+    for _ in range(3):
+        prof = schedlab.calibrate("os", path, cpus=2, enforce="fifo")
+        if not prof["profile"]["warnings"]:
+            break
+    else:
+        _skip_if_shared(prof)
     # The profile says how long it took, in the file too (the report shows it). How long is a
     # benchmark's question, not a test's (bench/RESULTS.md: 46-69 s on this machine, against
     # issue 14's 60 s): a bound here failed a fresh-clone run at 69.2 s on 2026-11-28.
