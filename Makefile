@@ -54,8 +54,8 @@ test-rust:
 # Each phase lists its slowest tests, so every CI log says where the time went (issue 12), and
 # the reason of every skip (a prediction not judged on a shared machine says why).
 test-python: setup
-	$(BIN)/pytest -q -rs -n auto -m "not real" --durations=15
-	$(BIN)/pytest -q -rs -m real --durations=15
+	$(BIN)/pytest -q -rfEs -n auto -m "not real" --durations=15
+	$(BIN)/pytest -q -rfEs -m real --durations=15
 
 lint: setup
 	cargo fmt --check

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -488,19 +490,26 @@ def test_an_os_profiles_wake_up_and_migration_become_model_terms(tmp_path):
 
 # --- On the real server ------------------------------------------------------------------
 
-def _skip_if_shared(prof: dict, summaries: object = None) -> None:
-    """Skips a judgement of a profile measured, or runs served, on a machine the noise gate
-    found shared: with the hypervisor stealing 9-49% of the CPUs of sleep-heavy runs (an idle
-    guest's wake-ups came late), a known 5 ms cost was calibrated back as 5.36 ms and a run's
-    mean moved from 3.8 to 11.6 ms within minutes (2026-12-02). Phases and runs flagged noisy
-    were run again, up to twice, first."""
+def _shared(prof: dict, summaries: Any = None) -> list[str]:
+    """Why a profile, or the runs beside it, were measured on a machine the noise gate found
+    shared: its warnings, and every run flagged noisy after its retries. With the hypervisor
+    stealing 9-49% of the CPUs of sleep-heavy runs (an idle guest's wake-ups came late), a
+    known 5 ms cost was calibrated back as 5.36 ms and a run's mean moved from 3.8 to 11.6 ms
+    within minutes (2026-12-02)."""
     noisy = list(prof["profile"].get("warnings", []))
-    if summaries is not None:
+    if summaries is not None and "noisy" in summaries:
         flagged = summaries[summaries["noisy"].fillna(False).astype(bool)]
         noisy += [f"{r.world} {r.label} replication {r.replication}: {r.noise_reasons}"
                   for r in flagged.itertuples()]
-    if noisy:
-        pytest.skip(f"not judged on a shared machine: {noisy}")
+    return noisy
+
+
+def _skip_if_shared(prof: dict, summaries: Any = None) -> None:
+    """Skips the rest of a test, a judgement of how near a model is to the machine, when
+    `_shared` finds the machine shared; the skip names the test."""
+    if noisy := _shared(prof, summaries):
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        pytest.skip(f"{test}: not judged on a shared machine: {noisy}")
 
 
 @pytest.mark.real
@@ -514,17 +523,20 @@ def test_a_known_emulated_cost_is_calibrated_back(tmp_path):
     terms = prof["server"]
     assert prof["fit"]["requests"] > 300 and prof["profile"]["seconds"] > 0
     assert "fixed" in run.stdout and "ms/KiB" in run.stdout
+    assert terms["fixed"]["low"] <= terms["fixed"]["mean"] <= terms["fixed"]["high"]
+    assert terms["idle_delay"]["think_ms"] == 20.0 and prof["fit"]["phases"]["idle"] > 30
+    assert prof["profile"]["config"]["cost"] == "5ms+0.1ms/KiB"
+    # A phase still noisy after its retries is named, and the command says so.
+    for warning in prof["profile"]["warnings"]:
+        assert f"warning: {warning}" in run.stderr, run.stderr
     _skip_if_shared(prof)
     # The server adds its own tens of microseconds to the emulated 5 ms and 0.1 ms/KiB.
     assert terms["fixed"]["mean"] == pytest.approx(5.0, rel=0.05)
     assert terms["per_kib"]["mean"] == pytest.approx(0.1, rel=0.05)
-    assert terms["fixed"]["low"] <= terms["fixed"]["mean"] <= terms["fixed"]["high"]
     assert 0 <= terms["turn"]["mean"] < 0.5 and 0 < terms["delay"]["mean"] < 2
     # After a long think the server is woken first (on this machine 0.1-0.2 ms more than the
     # busy delay; a machine that never sleeps would show none).
-    assert terms["idle_delay"]["think_ms"] == 20.0 and 0 < terms["idle_delay"]["mean"] < 2
-    assert prof["fit"]["phases"]["idle"] > 30
-    assert prof["profile"]["config"]["cost"] == "5ms+0.1ms/KiB"
+    assert 0 < terms["idle_delay"]["mean"] < 2
 
 
 @pytest.mark.real
@@ -620,8 +632,17 @@ def test_an_experiment_calibrates_first_and_shows_three_lines(tmp_path):
     prof = profile.load(out / "profile-server.toml")
     assert prof["profile"]["config"] == {"cpus": 2, "cost": "0.1ms+0.005ms/KiB",
                                          "cost_mode": "sleep", "packet": 16384}
-    assert res.manifest["notes"]["calibrated"][0].startswith(
-        "machine.profile = calibrate: profile-server.toml, measured in ")
+    note = res.manifest["notes"]["calibrated"][0]
+    assert note.startswith("machine.profile = calibrate: profile-server.toml, measured in ")
+    # The profile's warnings (phases still noisy after their retries) are in the note.
+    assert all(f"; warning: {w}" in note for w in prof["profile"]["warnings"]), note
+    gap = world_gap(res)
+    assert set(zip(gap["reference"], gap["world"], strict=True)) == {("sim", "server"),
+                                                                     ("calibrated", "server")}
+    # A resumed sweep reuses the profile: nothing is measured again.
+    before = (out / "profile-server.toml").stat().st_mtime_ns
+    schedlab.run(_experiment("calibrate", ["sim", "calibrated", "server"]), out=out)
+    assert (out / "profile-server.toml").stat().st_mtime_ns == before
     _skip_if_shared(prof, res.summaries)
     m = res.metric("response_mean").set_index(["world", "label"])["mean"]
     # One-packet quanta: the server's own cost of a turn is as large as a packet's. The
@@ -644,13 +665,6 @@ def test_an_experiment_calibrates_first_and_shows_three_lines(tmp_path):
     # (0.96-1.03 over the same 40 runs).
     real, calibrated = m[("server", "FCFS")], m[("calibrated", "FCFS")]
     assert calibrated == pytest.approx(real, rel=0.10), (real, calibrated)
-    gap = world_gap(res)
-    assert set(zip(gap["reference"], gap["world"], strict=True)) == {("sim", "server"),
-                                                                     ("calibrated", "server")}
-    # A resumed sweep reuses the profile: nothing is measured again.
-    before = (out / "profile-server.toml").stat().st_mtime_ns
-    schedlab.run(_experiment("calibrate", ["sim", "calibrated", "server"]), out=out)
-    assert (out / "profile-server.toml").stat().st_mtime_ns == before
 
 
 @pytest.mark.real
@@ -668,7 +682,9 @@ def test_a_replay_runs_the_model_on_each_server_runs_requests(tmp_path):
                      "calibrated": {"replay": "server"}}
     res = schedlab.run(exp, out=out)
     assert res.manifest["replays"] == {"calibrated": "server"}
-    _skip_if_shared(measured, res.summaries)
+    # What a shared machine moves (the runs' lengths, the model's distance) is judged on a
+    # quiet one only; the replay's own mechanics on either.
+    quiet = not _shared(measured, res.summaries)
     s = res.summaries.set_index(["world", "label", "replication"])
     for label in ("FCFS", "RR 5 packets"):
         for rep in (0, 1):
@@ -682,9 +698,10 @@ def test_a_replay_runs_the_model_on_each_server_runs_requests(tmp_path):
             # (measured, 12 runs: -3.3% to +1.0%, RR's one-packet turns the lowest).
             assert record["replay"]["of"] == real["run"]
             assert record["replay"]["end"] == real["sending_ended"]
-            assert 2_000 <= real["sending_ended"] < 2_000 + 250
-            assert real["jobs"] > 500
-            assert model["jobs"] == pytest.approx(real["jobs"], rel=0.05)
+            assert 2_000 <= real["sending_ended"] and real["jobs"] > 500
+            if quiet:
+                assert real["sending_ended"] < 2_000 + 250
+                assert model["jobs"] == pytest.approx(real["jobs"], rel=0.05)
             trace = runs / f"{real['run']}.trace.csv"
             recorded = int(real["jobs"]) + record["replay"]["warmup"]
             drawn = pd.read_csv(trace).iloc[recorded:]
@@ -705,7 +722,8 @@ def test_a_replay_runs_the_model_on_each_server_runs_requests(tmp_path):
     gap = world_gap(res).set_index("label")
     assert gap["paired"].all() and np.isfinite(gap["diff_half_width"]).all()
     for label in ("FCFS", "RR 5 packets"):
-        assert abs(gap.loc[label, "rel_diff"]) < 0.08, gap[["ref_mean", "mean", "rel_diff"]]
+        assert not quiet or abs(gap.loc[label, "rel_diff"]) < 0.08, \
+            gap[["ref_mean", "mean", "rel_diff"]]
     # Resumed: nothing runs again. A server run measured again makes its replay pending.
     mtimes = {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json")}
     schedlab.run(exp, out=out)
@@ -716,6 +734,7 @@ def test_a_replay_runs_the_model_on_each_server_runs_requests(tmp_path):
     schedlab.run(exp, out=out)
     changed = {p.name for p in runs.glob("*.json") if p.stat().st_mtime_ns != mtimes[p.name]}
     assert changed == {f"{real}.json", f"{model}.json"}
+    _skip_if_shared(measured, res.summaries)  # says that the distances were not judged
 
 
 def test_a_closed_trace_replays_each_tasks_thinks_and_sizes(tmp_path):

@@ -57,7 +57,8 @@ An os profile holds, for the CPUs it was measured on (`[profile.config]`: cpus, 
 Each os term keeps its repetitions (`reps`); a kernel scale whose repetitions disagree
 (`schedlab.calibration.SCALE_AGREEMENT`) carries `disagree = true`, and `[profile] warnings`
 lists, one line each, what a reader should know before trusting the profile (empty when
-nothing is).
+nothing is): such a scale, and in either world the phases whose runs the noise gate still
+flagged after their retries.
 
 The simulator's model of it (`_os_terms`): `service_scale` and `start_cost` at the run's
 number of processes (log-linear between the two populations measured) on the line of the
