@@ -1066,43 +1066,49 @@ def test_the_os_worlds_io_after_each_burst_is_final_io_in_the_simulator():
     assert t.spec["bursts"] == 1
 
 
-def test_a_server_phase_still_noisy_after_its_retries_is_named_in_the_warnings():
+def test_a_phase_still_noisy_after_its_retries_is_named_in_the_warnings():
+    # One gate for both worlds' calibrations: the world's runner reruns a noisy run up to
+    # `retries` times, the gate counts, phase by phase, the runs still flagged after that.
     from types import SimpleNamespace
 
-    from schedlab.calibration import SERVER_RETRY_NOISY, _noise_warnings
-
-    def phase(noisy: bool, reasons: list[str]) -> SimpleNamespace:
-        return SimpleNamespace(summary={"noisy": noisy, "noise_reasons": reasons,
-                                        "attempts": 1 + SERVER_RETRY_NOISY if noisy else 1})
-
-    stolen = "the hypervisor stole 38.0% of the run's CPUs"
-    warnings = _noise_warnings({"alone": phase(False, []), "turns": phase(True, [stolen]),
-                                "idle": phase(True, [stolen, "others used 12.0%"])})
-    assert warnings == [
-        f"the turns phase was noisy after 3 attempts ({stolen}): its costs are the machine's "
-        "as it was shared; calibrate again on a quiet machine",
-        f"the idle phase was noisy after 3 attempts ({stolen}; others used 12.0%): its costs "
-        "are the machine's as it was shared; calibrate again on a quiet machine"]
-    assert _noise_warnings({"alone": phase(False, [])}) == []
-
-
-def test_an_os_run_still_noisy_after_its_retries_is_counted_in_its_phases_warning(monkeypatch):
-    from types import SimpleNamespace
-
-    from schedlab import osrun
     from schedlab.calibration import _Gate
 
     stolen = "the hypervisor stole 12.5% of the run's CPUs"
-    verdicts = iter([(False, []), (True, [stolen]), (True, ["a stall of 7.5 ms"]), (False, [])])
+    verdicts = iter([(False, []), (True, [stolen]), (True, ["a stall of 7.5 ms"]), (False, []),
+                     (True, [stolen, "others used 12.0%"])])
 
     def run(spec):
         noisy, reasons = next(verdicts)
         return SimpleNamespace(summary={"noisy": noisy, "noise_reasons": reasons})
 
-    monkeypatch.setattr(osrun, "run", run)
-    gate = _Gate()
-    for phase in ("wake-ups", "wake-ups", "wake-ups", "exits"):
+    gate = _Gate(run, 2)
+    for phase in ("wake-ups", "wake-ups", "wake-ups", "exits", "idle"):
         gate.run(phase, {})
+    assert gate.runs == {"wake-ups": 3, "exits": 1, "idle": 1}
     assert gate.warnings() == [
         f"the wake-ups phase: 2 of 3 runs still noisy after 2 retries (first: {stolen}): its "
-        "terms may carry the machine as it was shared"]
+        "terms may carry the machine as it was shared; calibrate again on a quiet machine",
+        f"the idle phase: 1 of 1 run still noisy after 2 retries (first: {stolen}; others "
+        "used 12.0%): its terms may carry the machine as it was shared; calibrate again on a "
+        "quiet machine"]
+    assert _Gate(run, 2).warnings() == []
+
+
+def test_each_worlds_calibration_runs_through_its_worlds_noise_gate(monkeypatch):
+    # The server's phases and the os runs go through the gate with their world's retries.
+    from schedlab import calibration, osrun
+    from schedlab import server as machinery
+
+    seen = []
+
+    def fake(spec):
+        seen.append(spec.get("retry_noisy"))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(machinery, "run", fake)
+    with pytest.raises(RuntimeError, match="stop here"):
+        calibration.calibrate_server({"cost": "5ms"}, phase_ms=1000.0)
+    monkeypatch.setattr(osrun, "run", fake)
+    with pytest.raises(RuntimeError, match="stop here"):
+        calibration.calibrate_os({})
+    assert seen == [calibration.SERVER_RETRY_NOISY, calibration.OS_RUN_OPTIONS["retry_noisy"]]

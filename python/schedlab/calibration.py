@@ -54,7 +54,9 @@ from schedlab import server as machinery
 from schedlab.vocabulary import KEYS, quoted, spec_error, typed
 
 if TYPE_CHECKING:  # numpy is imported where it is used: the command line's parser reads
-    import numpy as np  # this module's constants, and should start at once (issue 12)
+    from collections.abc import Callable  # this module's constants, and should start at once
+
+    import numpy as np  # (issue 12)
 
 # The server keys a calibration takes (the server as it will run), and their defaults.
 CONFIG_KEYS = ("cpus", "cost", "cost_mode", "packet", "packet_unit", "buffer")
@@ -126,23 +128,48 @@ def _sizes(packet: int, per_byte: float) -> list[int]:
     return [1024] + [int(most * k / 5) for k in range(1, 6)]
 
 
-def _phase(config: dict[str, Any], policy: str, params: dict[str, Any], clients: int,
-           sizes: list[int], seed: int, duration_ms: float, think: float | None = None) -> Any:
+def _phase(gate: _Gate, name: str, config: dict[str, Any], policy: str, params: dict[str, Any],
+           clients: int, sizes: list[int], seed: int, duration_ms: float,
+           think: float | None = None) -> Any:
     catalogue = [{"path": f"/cal/{i}.bin", "bytes": b} for i, b in enumerate(sizes)]
     if think is None:
         think = 0.5 if clients == 1 else 0.0
     spec = {**config, "policy": policy, "params": params, "clients": clients,
             "think": f"det:{think}", "catalogue": catalogue,
-            "time": duration_ms, "warmup": 20, "seed": seed, "retry_noisy": SERVER_RETRY_NOISY}
-    return machinery.run(spec)
+            "time": duration_ms, "warmup": 20, "seed": seed, "retry_noisy": gate.retries}
+    return gate.run(name, spec)
 
 
-def _noise_warnings(phases: dict[str, Any]) -> list[str]:
-    """A warning for each phase the noise gate still flagged after its retries."""
-    return [f"the {name} phase was noisy after {r.summary['attempts']} attempts ("
-            f"{'; '.join(r.summary['noise_reasons'])}): its costs are the machine's as it was "
-            "shared; calibrate again on a quiet machine"
-            for name, r in phases.items() if r.summary.get("noisy")]
+class _Gate:
+    """The runs of a calibration, phase by phase, through its world's noise gate (`run`, which
+    reruns a noisy one up to `retries` times), and those still flagged after their retries:
+    the profile's warnings, in one wording for both worlds."""
+
+    def __init__(self, run: Callable[[dict[str, Any]], Any], retries: int) -> None:
+        self._run = run
+        self.retries = retries
+        self.runs: dict[str, int] = {}
+        self.flagged: dict[str, list[list[str]]] = {}
+
+    def run(self, phase: str, spec: dict[str, Any]) -> Any:
+        result = self._run(spec)
+        self.runs[phase] = self.runs.get(phase, 0) + 1
+        if result.summary.get("noisy"):
+            self.flagged.setdefault(phase, []).append(list(result.summary["noise_reasons"]))
+        return result
+
+    def warnings(self) -> list[str]:
+        return [f"the {phase} phase: {len(reasons)} of {self.runs[phase]} "
+                f"run{'' if self.runs[phase] == 1 else 's'} still noisy after {self.retries} "
+                f"retries (first: {'; '.join(reasons[0])}): its terms may carry the machine as "
+                "it was shared; calibrate again on a quiet machine"
+                for phase, reasons in self.flagged.items()]
+
+
+def _os_run(spec: dict[str, Any]) -> Any:
+    from schedlab import osrun
+
+    return osrun.run(spec)
 
 
 def _switched_turns(schedule: Any) -> dict[int, tuple[int, int]]:
@@ -274,14 +301,16 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
     sizes = _sizes(packet, per_byte)
     large = [b for b in sizes if b > 1024]
     cpus = int(config["cpus"])
-    alone = _phase(config, "fcfs", {}, 1, sizes, seed, phase_ms)
-    turns = _phase(config, "rr", {"quantum": 1}, 1, large, seed + 1, phase_ms)
-    switches = _phase(config, "rr", {"quantum": 1}, 2 * cpus, large, seed + 2, phase_ms)
+    gate = _Gate(machinery.run, SERVER_RETRY_NOISY)
+    alone = _phase(gate, "alone", config, "fcfs", {}, 1, sizes, seed, phase_ms)
+    turns = _phase(gate, "turns", config, "rr", {"quantum": 1}, 1, large, seed + 1, phase_ms)
+    switches = _phase(gate, "switches", config, "rr", {"quantum": 1}, 2 * cpus, large, seed + 2,
+                      phase_ms)
     # One client that thinks long enough for the machine to fall asleep between requests.
-    idle_run = _phase(config, "fcfs", {}, 1, sizes, seed + 3, phase_ms, think=IDLE_THINK_MS)
+    idle_run = _phase(gate, "idle", config, "fcfs", {}, 1, sizes, seed + 3, phase_ms,
+                      think=IDLE_THINK_MS)
     idle = _rows(idle_run)
-    warnings = _noise_warnings({"alone": alone, "turns": turns, "switches": switches,
-                                "idle": idle_run})
+    warnings = gate.warnings()
     rows = [_rows(r) for r in (alone, turns, switches)]
     coef, se, n, left_out = _fit(np.vstack(rows))
     a = rows[0]
@@ -313,30 +342,6 @@ def calibrate_server(spec: dict[str, Any] | None = None, *, seed: int = 1,
             "emulated_ms_per_kib": per_byte * 1024,
         },
     }
-
-
-class _Gate:
-    """The os runs of a calibration, phase by phase, and those the noise gate still flagged
-    after their retries: the profile's warnings."""
-
-    def __init__(self) -> None:
-        self.runs: dict[str, int] = {}
-        self.flagged: dict[str, list[list[str]]] = {}
-
-    def run(self, phase: str, spec: dict[str, Any]) -> Any:
-        from schedlab import osrun
-
-        result = osrun.run(spec)
-        self.runs[phase] = self.runs.get(phase, 0) + 1
-        if result.summary.get("noisy"):
-            self.flagged.setdefault(phase, []).append(list(result.summary["noise_reasons"]))
-        return result
-
-    def warnings(self) -> list[str]:
-        return [f"the {phase} phase: {len(reasons)} of {self.runs[phase]} runs still noisy "
-                f"after {OS_RUN_OPTIONS['retry_noisy']} retries (first: "
-                f"{'; '.join(reasons[0])}): its terms may carry the machine as it was shared"
-                for phase, reasons in self.flagged.items()]
 
 
 def _os_batch(gate: _Gate, phase: str, config: dict[str, Any], n: int, size: float, seed: int,
@@ -434,7 +439,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     config = config_of(dict(spec or {}), "os")
     cpus = int(config["cpus"])
     started = time.monotonic()
-    gate = _Gate()
+    gate = _Gate(_os_run, OS_RUN_OPTIONS["retry_noisy"])
     units = profiles.OS_TERMS
     terms: dict[str, Any] = {}
     short_reps = reps + EXTRA_REPS
