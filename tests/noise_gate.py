@@ -29,6 +29,11 @@ from pathlib import Path
 import pytest
 
 RETRIES = 2
+# Before a retry, the gate waits (up to QUIET_WAIT_S) for a window of QUIET_PROBE_S in which the
+# hypervisor stole no more than it allows, sleeping a millisecond at a time: steal accrues on
+# an idle guest's wake-ups (a sleep-heavy run saw 9-49% while two busy loops saw 2.5%), so a
+# probe that only slept would find any machine quiet.
+QUIET_PROBE_S, QUIET_WAIT_S = 3.0, 90.0
 # Where each pytest run writes the verdicts of its failed real tests (JSON: node id -> verdict).
 VERDICTS_ENV = "SCHEDLAB_NOISE_VERDICTS"
 
@@ -97,6 +102,25 @@ def _describe(verdict: dict) -> str:
             f"over its {seconds:.1f} s (quiet: a failure of the test itself)")
 
 
+def wait_for_quiet(read_steal: Callable[[], int] = _steal_ticks, probe_s: float = QUIET_PROBE_S,
+                   wait_s: float = QUIET_WAIT_S, cpus: int | None = None,
+                   hz: int | None = None) -> dict:
+    """Probes the machine window by window until one is quiet or `wait_s` has passed; the
+    last window's verdict, with the number of windows (`windows`)."""
+    cpus, hz = cpus or os.cpu_count() or 1, hz or os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + wait_s
+    windows = 0
+    while True:
+        before, start = read_steal(), time.monotonic()
+        while time.monotonic() - start < probe_s:
+            time.sleep(0.001)
+        windows += 1
+        verdict = steal_verdict(read_steal() - before, (time.monotonic() - start) * 1000,
+                                cpus, hz)
+        if not verdict["noisy"] or time.monotonic() >= deadline:
+            return {**verdict, "windows": windows}
+
+
 def noisy_failures(verdicts: dict[str, dict]) -> list[str] | None:
     """The tests to run again: every failed one, when each failed while the machine was stolen;
     None when one failed on a quiet machine (or none is known to have failed)."""
@@ -105,8 +129,10 @@ def noisy_failures(verdicts: dict[str, dict]) -> list[str] | None:
     return list(verdicts)
 
 
-def main(args: list[str], pytest_cmd: list[str] | None = None, cwd: str | None = None) -> int:
-    """`pytest -m real ARGS`, then the noisy failures again, up to RETRIES times."""
+def main(args: list[str], pytest_cmd: list[str] | None = None, cwd: str | None = None,
+         wait: Callable[[], dict] = wait_for_quiet) -> int:
+    """`pytest -m real ARGS`, then the noisy failures again, up to RETRIES times, each time
+    once the machine is quiet (`wait`) or has had its chance to be."""
     cmd = pytest_cmd or [sys.executable, "-m", "pytest"]
     with tempfile.TemporaryDirectory() as tmp:
         verdicts_path = Path(tmp) / "verdicts.json"
@@ -130,6 +156,12 @@ def main(args: list[str], pytest_cmd: list[str] | None = None, cwd: str | None =
                   flush=True)
             for nodeid in again:
                 print(f"  {nodeid}: steal {verdicts[nodeid]['steal_fraction']:.1%}", flush=True)
+            quiet = wait()
+            seconds = quiet["wall_ms"] / 1000 * quiet["windows"]
+            state = "stolen still" if quiet["noisy"] else "quiet"
+            print(f"noise gate: the machine is {state} (steal {quiet['steal_fraction']:.1%} over "
+                  f"the last {quiet['wall_ms'] / 1000:.1f} s, after {seconds:.0f} s of "
+                  "watching)", flush=True)
             selection = ["-m", "real", *again]
     raise AssertionError("unreachable: the last attempt returns")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from noise_gate import RETRIES, main, noisy_failures, steal_verdict
+from noise_gate import RETRIES, main, noisy_failures, steal_verdict, wait_for_quiet
 
 
 def test_steal_beyond_two_percent_and_the_resolution_makes_a_failure_noisy():
@@ -28,6 +28,19 @@ def test_only_failures_all_on_a_stolen_machine_are_run_again():
     assert noisy_failures({"a": noisy, "b": noisy}) == ["a", "b"]
     assert noisy_failures({"a": noisy, "b": quiet}) is None
     assert noisy_failures({}) is None
+
+
+def test_a_retry_waits_for_a_quiet_window():
+    # Windows of 10 ms on 2 CPUs at USER_HZ 100 (capacity 20 ms, so any whole tick beyond the
+    # resolution of 20 ms flags one): 5 ticks stolen, then 4, then none.
+    ticks = iter([0, 5, 5, 9, 9, 9])
+    quiet = wait_for_quiet(lambda: next(ticks), probe_s=0.01, wait_s=60, cpus=2, hz=100)
+    assert quiet["windows"] == 3 and quiet["noisy"] is False and quiet["steal_ms"] == 0
+    # A machine stolen from throughout: the wait ends at its deadline (here: after the first
+    # window), the verdict noisy.
+    ticks = iter(range(0, 10_000, 5))
+    stolen = wait_for_quiet(lambda: next(ticks), probe_s=0.01, wait_s=0, cpus=2, hz=100)
+    assert stolen["noisy"] is True and stolen["windows"] == 1 and stolen["steal_ms"] == 50
 
 
 def _suite(tmp_path: Path, steal_ticks: int, fails: dict[str, int], quiet: str = "-") -> Path:
@@ -63,7 +76,9 @@ def _runs(suite: Path, name: str) -> int:
 
 
 def _gate(suite: Path) -> int:
-    return main(["-q", "-p", "no:cacheprovider"], [sys.executable, "-m", "pytest"], str(suite))
+    waited = steal_verdict(0, 3000.0, 2, 100) | {"windows": 1}
+    return main(["-q", "-p", "no:cacheprovider"], [sys.executable, "-m", "pytest"], str(suite),
+                wait=lambda: waited)
 
 
 def test_a_noisy_failure_runs_again_alone_and_passes(tmp_path, capfd):
@@ -74,6 +89,7 @@ def test_a_noisy_failure_runs_again_alone_and_passes(tmp_path, capfd):
     assert f"running them again (retry 1 of {RETRIES})" in out
     assert "test_suite.py::test_flaky: steal" in out and "(noisy)" in out
     assert f"passed on retry 1 of {RETRIES}" in out
+    assert "the machine is quiet (steal 0.0% over the last 3.0 s" in out
 
 
 def test_a_noisy_failure_that_stays_fails_after_the_retries(tmp_path, capfd):
