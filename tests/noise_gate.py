@@ -3,12 +3,14 @@ again where they failed while the hypervisor stole the machine.
 
 A real world reruns a trial its noise gate flags (`retry_noisy`, schedlab.noise); the tests of
 those worlds had no such rule of their own, and on a shared host 10 of them once failed on
-timing in one CI run under 20%+ steal. Here each real test's setup and call are watched as a
-world's run is: a failure while the hypervisor stole more than `schedlab.noise.STEAL_THRESHOLD`
-of the machine's CPUs beyond /proc/stat's resolution is a noisy failure, and `make test` runs
-those tests again in a new pytest process, up to `RETRIES` times, saying so in its output. A
-failure without such steal fails at once, and so does one still failing after the retries:
-no assertion is loosened, a test only gets another quiet machine to pass on.
+timing in one CI run under 20%+ steal. Here each real test is watched as a world's run is,
+from the start of its setup to the end of the phase that failed: a failure while the
+hypervisor stole more than `schedlab.noise.STEAL_THRESHOLD` of the machine's CPUs beyond
+/proc/stat's resolution is a noisy failure, and `make test` runs those tests again in a new
+pytest process, up to `RETRIES` times, each after waiting for a quiet window, saying so in its
+output. Any other failure (a quiet one, one too short to judge, a collection error, a session
+stopped early, a crash) fails at once, and so does one still failing after the retries: no
+assertion is loosened, a test only gets another, quieter machine to pass on.
 
 `python tests/noise_gate.py [pytest options]` runs `pytest -m real` this way (options, not
 test paths: a retry names the tests it runs again, and a path would select more).
@@ -34,18 +36,28 @@ RETRIES = 2
 # an idle guest's wake-ups (a sleep-heavy run saw 9-49% while two busy loops saw 2.5%), so a
 # probe that only slept would find any machine quiet.
 QUIET_PROBE_S, QUIET_WAIT_S = 3.0, 90.0
-# Where each pytest run writes the verdicts of its failed real tests (JSON: node id -> verdict).
+# Where each pytest run writes what the gate saw (JSON: the failed tests' verdicts by node id,
+# whether the session stopped early, the root directory the node ids are relative to).
 VERDICTS_ENV = "SCHEDLAB_NOISE_VERDICTS"
+PROPERTY = "noise_gate"  # the verdict's name among a report's user_properties
+
+
+def _user_hz() -> int:
+    from schedlab import noise
+
+    return noise.user_hz()
 
 
 def steal_verdict(steal_ticks: int, wall_ms: float, cpus: int, hz: int) -> dict:
     """The hypervisor's steal over `wall_ms` on `cpus` CPUs, judged by the worlds' rule (only
-    steal: a test's own processes are all the rest of what runs)."""
+    steal: a test's own processes are all the rest of what runs). A window shorter than
+    /proc/stat's resolution (a tick per CPU) is too short to judge, and judged quiet."""
     from schedlab import noise
 
     v = noise.verdict(0.0, steal_ticks * 1000 / hz, 0.0, wall_ms, cpus, math.inf, hz)
     return {"steal_fraction": v["steal_fraction"], "steal_ms": v["steal_ms"],
-            "wall_ms": wall_ms, "noisy": v["noisy"], "reasons": v["noise_reasons"]}
+            "wall_ms": wall_ms, "noisy": v["noisy"], "reasons": v["noise_reasons"],
+            "judged": wall_ms * cpus >= v["resolution_ms"], "watched": True}
 
 
 def _steal_ticks() -> int:
@@ -55,14 +67,15 @@ def _steal_ticks() -> int:
 
 
 class NoiseGate:
-    """The pytest plugin: watches each real test from the start of its setup to the end of the
-    phase that failed, and keeps the verdict of every failed one."""
+    """The pytest plugin: watches each real test from the start of its setup and puts the
+    verdict of each failed phase on its report; keeps every failure the session reports (on
+    the controller too, under xdist: reports carry their verdicts there)."""
 
     def __init__(self, read_steal: Callable[[], int] = _steal_ticks,
                  cpus: int | None = None, hz: int | None = None):
         self.read_steal = read_steal
         self.cpus = cpus or os.cpu_count() or 1
-        self.hz = hz or os.sysconf("SC_CLK_TCK")
+        self.hz = hz or _user_hz()
         self.start = pytest.StashKey[tuple[float, int]]()
         self.failed: dict[str, dict] = {}
 
@@ -75,94 +88,128 @@ class NoiseGate:
     def pytest_runtest_makereport(self, item, call):
         report = yield
         start = item.stash.get(self.start, None)
-        if start is not None and report.failed and call.when in ("setup", "call"):
+        if start is not None and report.failed:
             wall_ms = (time.monotonic() - start[0]) * 1000
             verdict = steal_verdict(self.read_steal() - start[1], wall_ms, self.cpus, self.hz)
-            self.failed[item.nodeid] = verdict
+            report.user_properties.append((PROPERTY, verdict))
             report.sections.append(("noise gate", _describe(verdict)))
         return report
 
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            self._keep(report.nodeid, dict(report.user_properties).get(PROPERTY))
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self._keep(report.nodeid or "collection", None)
+
+    def _keep(self, nodeid: str, verdict: dict | None) -> None:
+        # Unwatched (not a real test, a collection error): never noisy. A test that failed in
+        # two phases is noisy only if both were.
+        verdict = verdict or {"noisy": False, "judged": False, "watched": False,
+                              "wall_ms": 0.0, "steal_fraction": float("nan"), "reasons": []}
+        if nodeid in self.failed and not self.failed[nodeid]["noisy"]:
+            return
+        self.failed[nodeid] = verdict
+
     def pytest_terminal_summary(self, terminalreporter):
-        if self.failed:
-            terminalreporter.write_sep("=", "noise gate: the real tests that failed")
-            for nodeid, verdict in self.failed.items():
+        watched = {n: v for n, v in self.failed.items() if v["watched"]}
+        if watched:
+            terminalreporter.write_sep("=", "noise gate: the real tests that failed, and the "
+                                       "machine meanwhile")
+            for nodeid, verdict in watched.items():
                 terminalreporter.write_line(f"{nodeid}: {_describe(verdict)}")
 
     def pytest_sessionfinish(self, session):
         path = os.environ.get(VERDICTS_ENV)
         if path and not hasattr(session.config, "workerinput"):
-            Path(path).write_text(json.dumps(self.failed))
+            Path(path).write_text(json.dumps({
+                "failed": self.failed, "rootdir": str(session.config.rootpath),
+                "stopped": bool(session.shouldstop or session.shouldfail)}))
 
 
 def _describe(verdict: dict) -> str:
     seconds = verdict["wall_ms"] / 1000
     if verdict["noisy"]:
         return f"{'; '.join(verdict['reasons'])} over its {seconds:.1f} s (noisy)"
-    return (f"the hypervisor stole {verdict['steal_fraction']:.1%} of the machine's CPUs "
-            f"over its {seconds:.1f} s (quiet: a failure of the test itself)")
+    if not verdict["judged"]:
+        return (f"over {seconds * 1000:.0f} ms, too short a time to judge the machine (a "
+                "failure of the test itself, or of a fixture it shares)")
+    return (f"the hypervisor stole {verdict['steal_fraction']:.1%} of the run's CPUs over its "
+            f"{seconds:.1f} s (quiet: a failure of the test itself)")
 
 
 def wait_for_quiet(read_steal: Callable[[], int] = _steal_ticks, probe_s: float = QUIET_PROBE_S,
-                   wait_s: float = QUIET_WAIT_S, cpus: int | None = None,
-                   hz: int | None = None) -> dict:
+                   wait_s: float = QUIET_WAIT_S, cpus: int | None = None, hz: int | None = None,
+                   clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], None] = time.sleep) -> dict:
     """Probes the machine window by window until one is quiet or `wait_s` has passed; the
     last window's verdict, with the number of windows (`windows`)."""
-    cpus, hz = cpus or os.cpu_count() or 1, hz or os.sysconf("SC_CLK_TCK")
-    deadline = time.monotonic() + wait_s
+    cpus, hz = cpus or os.cpu_count() or 1, hz or _user_hz()
+    deadline = clock() + wait_s
     windows = 0
     while True:
-        before, start = read_steal(), time.monotonic()
-        while time.monotonic() - start < probe_s:
-            time.sleep(0.001)
+        before, start = read_steal(), clock()
+        while clock() - start < probe_s:
+            sleep(0.001)
         windows += 1
-        verdict = steal_verdict(read_steal() - before, (time.monotonic() - start) * 1000,
-                                cpus, hz)
-        if not verdict["noisy"] or time.monotonic() >= deadline:
+        verdict = steal_verdict(read_steal() - before, (clock() - start) * 1000, cpus, hz)
+        if not verdict["noisy"] or clock() >= deadline:
             return {**verdict, "windows": windows}
 
 
-def noisy_failures(verdicts: dict[str, dict]) -> list[str] | None:
-    """The tests to run again: every failed one, when each failed while the machine was stolen;
-    None when one failed on a quiet machine (or none is known to have failed)."""
-    if not verdicts or not all(v["noisy"] for v in verdicts.values()):
+def noisy_failures(seen: dict) -> list[str] | None:
+    """The tests to run again (as absolute node ids): every failed one, when each failed while
+    the machine was stolen and the session ran to its end; None otherwise."""
+    failed = seen.get("failed", {})
+    if not failed or seen.get("stopped") or not all(v["noisy"] for v in failed.values()):
         return None
-    return list(verdicts)
+    return [f"{seen['rootdir']}/{nodeid}" for nodeid in failed]
 
 
 def main(args: list[str], pytest_cmd: list[str] | None = None, cwd: str | None = None,
          wait: Callable[[], dict] = wait_for_quiet) -> int:
     """`pytest -m real ARGS`, then the noisy failures again, up to RETRIES times, each time
     once the machine is quiet (`wait`) or has had its chance to be."""
-    cmd = pytest_cmd or [sys.executable, "-m", "pytest"]
+    # -P: the tests' imports are pytest's (rootdir and conftest), not the current directory's.
+    cmd = pytest_cmd or [sys.executable, "-P", "-m", "pytest"]
     with tempfile.TemporaryDirectory() as tmp:
-        verdicts_path = Path(tmp) / "verdicts.json"
-        env = {**os.environ, VERDICTS_ENV: str(verdicts_path)}
-        selection = ["-m", "real"]
+        seen_path = Path(tmp) / "verdicts.json"
+        env = {**os.environ, VERDICTS_ENV: str(seen_path)}
+        selection: list[str] = []
         for attempt in range(RETRIES + 1):
-            verdicts_path.unlink(missing_ok=True)
-            rc = subprocess.run([*cmd, *selection, *args], env=env, cwd=cwd).returncode
-            # 1: tests failed; 0 passed, anything else (interrupted, usage, internal) is final.
+            seen_path.unlink(missing_ok=True)
+            rc = subprocess.run([*cmd, "-m", "real", *selection, *args], env=env,
+                                cwd=cwd).returncode
+            if rc < 0:
+                print(f"noise gate: pytest was killed by signal {-rc}", flush=True)
+                return 1
             if rc == 0 and attempt > 0:
                 print(f"noise gate: passed on retry {attempt} of {RETRIES} (the failures "
                       "above were each on a stolen machine)", flush=True)
-            if rc != 1 or attempt == RETRIES:
+            # 1: tests failed; 0 passed, anything else (interrupted, usage, internal) is final.
+            if rc != 1:
                 return rc
-            verdicts = json.loads(verdicts_path.read_text()) if verdicts_path.exists() else {}
-            again = noisy_failures(verdicts)
-            if again is None:
+            seen = json.loads(seen_path.read_text()) if seen_path.exists() else {}
+            again = noisy_failures(seen)
+            if again is None or attempt == RETRIES:
+                if attempt > 0:
+                    print(f"noise gate: still failing after {attempt} of {RETRIES} retries",
+                          flush=True)
                 return rc
+            failed = seen["failed"]
             print(f"\nnoise gate: {len(again)} real test(s) failed while the hypervisor stole "
                   f"the machine; running them again (retry {attempt + 1} of {RETRIES}):",
                   flush=True)
-            for nodeid in again:
-                print(f"  {nodeid}: steal {verdicts[nodeid]['steal_fraction']:.1%}", flush=True)
+            for nodeid in failed:
+                print(f"  {nodeid}: steal {failed[nodeid]['steal_fraction']:.1%}", flush=True)
             quiet = wait()
             seconds = quiet["wall_ms"] / 1000 * quiet["windows"]
             state = "stolen still" if quiet["noisy"] else "quiet"
             print(f"noise gate: the machine is {state} (steal {quiet['steal_fraction']:.1%} over "
                   f"the last {quiet['wall_ms'] / 1000:.1f} s, after {seconds:.0f} s of "
                   "watching)", flush=True)
-            selection = ["-m", "real", *again]
+            selection = again
     raise AssertionError("unreachable: the last attempt returns")
 
 

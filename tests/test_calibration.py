@@ -1095,20 +1095,23 @@ def test_a_phase_still_noisy_after_its_retries_is_named_in_the_warnings():
 
 
 def test_each_worlds_calibration_runs_through_its_worlds_noise_gate(monkeypatch):
-    # The server's phases and the os runs go through the gate with their world's retries.
-    from schedlab import calibration, osrun
+    # The server's phases and the os runs go through the gate, with their world's runner and
+    # retries (a run made beside it would leave its noise out of the warnings).
+    from schedlab import calibration
     from schedlab import server as machinery
 
     seen = []
 
-    def fake(spec):
-        seen.append(spec.get("retry_noisy"))
+    def gate_run(gate, phase, spec):
+        seen.append((phase, gate.retries, spec["retry_noisy"], gate._run))
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(machinery, "run", fake)
+    monkeypatch.setattr(calibration._Gate, "run", gate_run)
     with pytest.raises(RuntimeError, match="stop here"):
         calibration.calibrate_server({"cost": "5ms"}, phase_ms=1000.0)
-    monkeypatch.setattr(osrun, "run", fake)
     with pytest.raises(RuntimeError, match="stop here"):
         calibration.calibrate_os({})
-    assert seen == [calibration.SERVER_RETRY_NOISY, calibration.OS_RUN_OPTIONS["retry_noisy"]]
+    server_retries, os_retries = (calibration.SERVER_RETRY_NOISY,
+                                  calibration.OS_RUN_OPTIONS["retry_noisy"])
+    assert seen == [("alone", server_retries, server_retries, machinery.run),
+                    ("kernel batches", os_retries, os_retries, calibration._os_run)]
