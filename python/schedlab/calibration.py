@@ -53,10 +53,12 @@ from schedlab import profile as profiles
 from schedlab import server as machinery
 from schedlab.vocabulary import KEYS, quoted, spec_error, typed
 
-if TYPE_CHECKING:  # numpy is imported where it is used: the command line's parser reads
-    from collections.abc import Callable  # this module's constants, and should start at once
+# numpy is imported where it is used: the command line's parser reads this module's
+# constants, and should start at once (issue 12).
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-    import numpy as np  # (issue 12)
+    import numpy as np
 
 # The server keys a calibration takes (the server as it will run), and their defaults.
 CONFIG_KEYS = ("cpus", "cost", "cost_mode", "packet", "packet_unit", "buffer")
