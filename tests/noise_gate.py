@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from schedlab import noise
 
 RETRIES = 2
 # Before a retry, the gate waits (up to QUIET_WAIT_S) for a window of QUIET_PROBE_S in which the
@@ -42,18 +43,13 @@ VERDICTS_ENV = "SCHEDLAB_NOISE_VERDICTS"
 PROPERTY = "noise_gate"  # the verdict's name among a report's user_properties
 
 
-def _user_hz() -> int:
-    from schedlab import noise
-
-    return noise.user_hz()
-
-
-def steal_verdict(steal_ticks: int, wall_ms: float, cpus: int, hz: int) -> dict:
-    """The hypervisor's steal over `wall_ms` on `cpus` CPUs, judged by the worlds' rule (only
-    steal: a test's own processes are all the rest of what runs). A window shorter than
-    /proc/stat's resolution (a tick per CPU) is too short to judge, and judged quiet."""
-    from schedlab import noise
-
+def steal_verdict(steal_ticks: int, wall_ms: float, cpus: int | None = None,
+                  hz: int | None = None) -> dict:
+    """The hypervisor's steal over `wall_ms` on `cpus` CPUs (default: this machine's, at its
+    USER_HZ), judged by the worlds' rule (only steal: a test's own processes are all the rest
+    of what runs). A window shorter than /proc/stat's resolution (a tick per CPU) is too short
+    to judge, and judged quiet."""
+    cpus, hz = cpus or os.cpu_count() or 1, hz or noise.user_hz()
     v = noise.verdict(0.0, steal_ticks * 1000 / hz, 0.0, wall_ms, cpus, math.inf, hz)
     return {"steal_fraction": v["steal_fraction"], "steal_ms": v["steal_ms"],
             "wall_ms": wall_ms, "noisy": v["noisy"], "reasons": v["noise_reasons"],
@@ -61,8 +57,6 @@ def steal_verdict(steal_ticks: int, wall_ms: float, cpus: int, hz: int) -> dict:
 
 
 def _steal_ticks() -> int:
-    from schedlab import noise
-
     return noise.cpu_ticks()[1]
 
 
@@ -74,8 +68,7 @@ class NoiseGate:
     def __init__(self, read_steal: Callable[[], int] = _steal_ticks,
                  cpus: int | None = None, hz: int | None = None):
         self.read_steal = read_steal
-        self.cpus = cpus or os.cpu_count() or 1
-        self.hz = hz or _user_hz()
+        self.cpus, self.hz = cpus, hz
         self.start = pytest.StashKey[tuple[float, int]]()
         self.failed: dict[str, dict] = {}
 
@@ -144,9 +137,9 @@ def wait_for_quiet(read_steal: Callable[[], int] = _steal_ticks, probe_s: float 
                    clock: Callable[[], float] = time.monotonic,
                    sleep: Callable[[float], None] = time.sleep) -> dict:
     """Probes the machine window by window until one is quiet or `wait_s` has passed; the
-    last window's verdict, with the number of windows (`windows`)."""
-    cpus, hz = cpus or os.cpu_count() or 1, hz or _user_hz()
-    deadline = clock() + wait_s
+    last window's verdict, with the number of windows (`windows`) and the seconds they took
+    (`waited_s`)."""
+    began = clock()
     windows = 0
     while True:
         before, start = read_steal(), clock()
@@ -154,8 +147,8 @@ def wait_for_quiet(read_steal: Callable[[], int] = _steal_ticks, probe_s: float 
             sleep(0.001)
         windows += 1
         verdict = steal_verdict(read_steal() - before, (clock() - start) * 1000, cpus, hz)
-        if not verdict["noisy"] or clock() >= deadline:
-            return {**verdict, "windows": windows}
+        if not verdict["noisy"] or clock() >= began + wait_s:
+            return {**verdict, "windows": windows, "waited_s": clock() - began}
 
 
 def noisy_failures(seen: dict) -> list[str] | None:
@@ -204,10 +197,9 @@ def main(args: list[str], pytest_cmd: list[str] | None = None, cwd: str | None =
             for nodeid in failed:
                 print(f"  {nodeid}: steal {failed[nodeid]['steal_fraction']:.1%}", flush=True)
             quiet = wait()
-            seconds = quiet["wall_ms"] / 1000 * quiet["windows"]
             state = "stolen still" if quiet["noisy"] else "quiet"
             print(f"noise gate: the machine is {state} (steal {quiet['steal_fraction']:.1%} over "
-                  f"the last {quiet['wall_ms'] / 1000:.1f} s, after {seconds:.0f} s of "
+                  f"the last {quiet['wall_ms'] / 1000:.1f} s, after {quiet['waited_s']:.0f} s of "
                   "watching)", flush=True)
             selection = again
     raise AssertionError("unreachable: the last attempt returns")

@@ -48,7 +48,7 @@ def test_a_retry_waits_for_a_quiet_window():
     quiet = wait_for_quiet(lambda: next(ticks), probe_s=0.01, wait_s=60, cpus=2, hz=100,
                            clock=lambda: now[0], sleep=sleep)
     assert quiet["windows"] == 3 and quiet["noisy"] is False and quiet["steal_ms"] == 0
-    assert quiet["wall_ms"] == pytest.approx(10.0)
+    assert quiet["wall_ms"] == pytest.approx(10.0) and quiet["waited_s"] == pytest.approx(0.03)
     # A machine stolen from throughout: the wait ends at its deadline (40 ms: 4 windows), the
     # verdict noisy.
     ticks = iter(range(0, 10_000, 5))
@@ -100,7 +100,7 @@ def _runs(suite: Path, name: str) -> int:
 
 
 def _gate(suite: Path, *args: str) -> int:
-    waited = steal_verdict(0, 3000.0, 2, 100) | {"windows": 1}
+    waited = steal_verdict(0, 3000.0, 2, 100) | {"windows": 1, "waited_s": 3.0}
     # Run from the suite's parent: the retries name their tests by absolute node ids.
     return main(["-q", "-p", "no:cacheprovider", "-c", str(suite / "pytest.ini"), *args],
                 [sys.executable, "-m", "pytest"], str(suite.parent), wait=lambda: waited)
