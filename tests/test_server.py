@@ -797,11 +797,16 @@ def test_same_spec_in_sim_and_server_worlds_agree(tmp_path: Path) -> None:
     assert np.corrcoef(j["response"], replay)[0, 1] > 0.75
 
 
-def test_the_noise_gate_flags_a_run_others_shared_the_machine_with() -> None:
+def test_the_noise_gate_flags_a_run_others_shared_the_machine_with(tmp_path: Path,
+                                                                   monkeypatch) -> None:
     """The os world's rule (`schedlab.noise`) over the load's window: two busy loops, one per
     CPU, running through the whole run take most of the machine, so the run is flagged, with
-    its reasons; their CPU time is the others', not the run's."""
+    its reasons; their CPU time is the others', not the run's. The flagged run is logged for
+    a harness that asked (`SCHEDLAB_NOISE_LOG`: the test suite's gate), the quiet one not."""
     from schedlab.server import run
+
+    log = tmp_path / "disturbed.jsonl"
+    monkeypatch.setenv(schedlab.noise.LOG_ENV, str(log))
 
     spec = {"policy": "fcfs", "arrival": "exp:10", "size": "det:2", "jobs": 200, "seed": 2,
             "cost": "0ms+0.01ms/KB", "cpus": 1, "files": 4}
@@ -822,6 +827,10 @@ def test_the_noise_gate_flags_a_run_others_shared_the_machine_with() -> None:
     assert quiet["noisy"] is False and quiet["noise_reasons"] == []
     assert quiet["attempts"] == 1
     assert 0.0 <= quiet["foreign_fraction"] < 1.0 and quiet["steal_fraction"] >= 0.0
+    # One record: the busy run as it was kept, after its retry.
+    [record] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert record["world"] == "server" and record["noisy"] is True
+    assert record["reasons"] == busy["noise_reasons"] and record["stalled_jobs"] == 0
     from schedlab.server import plan
 
     for bad in (2, -0.1, "x"):

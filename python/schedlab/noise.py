@@ -11,11 +11,15 @@ flagged by the rounding alone), or the hypervisor stole more than 2% of them.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 # Steal beyond the resolution that flags a run (a fraction of its CPUs' capacity).
 STEAL_THRESHOLD = 0.02
+# A file this names gets one JSON line per disturbed real run (log_disturbed).
+LOG_ENV = "SCHEDLAB_NOISE_LOG"
 
 
 def user_hz() -> int:
@@ -82,3 +86,35 @@ def process_cpu_ms(pid: int) -> float | None:
         return None
     # After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
     return (int(fields[11]) + int(fields[12])) * 1000 / user_hz()
+
+
+def log_disturbed(world: str, summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Appends a finished real run that the machine disturbed to the file `SCHEDLAB_NOISE_LOG`
+    names, as one JSON line, and returns the record (None: not disturbed, or no log asked for).
+
+    Disturbed: flagged noisy after its retries, or with jobs the machine stalled under
+    (`unaccounted_jobs`, counted under a dispatcher too, where they do not flag the run). The
+    log is how a harness that runs schedlab, in its own process or in processes it starts,
+    learns that a measurement it asked for was disturbed: the test suite's gate
+    (tests/noise_gate.py) reruns a failed real test on that evidence."""
+    path = os.environ.get(LOG_ENV)
+    stalled = int(summary.get("unaccounted_jobs") or 0)
+    if not path or (not summary.get("noisy") and stalled == 0):
+        return None
+    record = {"world": world, "pid": os.getpid(), "noisy": bool(summary.get("noisy")),
+              "reasons": list(summary.get("noise_reasons") or []), "stalled_jobs": stalled,
+              "unaccounted_max_ms": float(summary.get("unaccounted_max") or 0.0)}
+    # One write of one line in append mode: lines of concurrent runs do not interleave.
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+    return record
+
+
+def describe_disturbed(record: Mapping[str, Any]) -> str:
+    """One line for a record of log_disturbed."""
+    parts = list(record["reasons"])
+    if record["stalled_jobs"] and not any("stalled" in r for r in parts):
+        parts.append(f"the machine stalled under {record['stalled_jobs']} job(s), up to "
+                     f"{record['unaccounted_max_ms']:.1f} ms that no counter placed")
+    article = "an" if record["world"][0] in "aeiou" else "a"
+    return f"{article} {record['world']} run it measured: {'; '.join(parts)}"

@@ -561,6 +561,7 @@ def run(spec: dict[str, Any]) -> Result:
         log = pd.read_csv(log_path) if log_path.exists() and log_path.stat().st_size else None
         result = _result(p, raw, stats, log)
         result.summary["attempts"] = attempts
+        noise.log_disturbed("server", result.summary)
         return result
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import schedlab._core as _core
 from schedlab.clikit import status
+from schedlab.noise import log_disturbed
 from schedlab.osrun import env as envmod
 from schedlab.osrun.ktrace import MigrationTrace
 from schedlab.osrun.spec import NATIVE_CLASS_KEYS, NATIVE_KEYS, build_plan
@@ -190,6 +191,7 @@ def run(spec: dict[str, Any]) -> Result:
     result = build_result(raw, plan, options, spec, environment, noise)
     result.summary["attempts"] = len(attempts)
     result.summary["quiet_before"] = noise["gate"]["quiet"]
+    log_disturbed("os", result.summary)
     result.raw = raw
     result.plan = plan
     return result
