@@ -52,7 +52,8 @@ test-rust:
 
 # Simulator tests two at a time; then the tests that measure the machine, alone (conftest.REAL),
 # under the noise gate (tests/noise_gate.py: one that failed while the hypervisor stole the
-# machine runs again, up to twice, and the log says so). Each phase lists its slowest tests, so
+# machine, or beside a run the machine stalled under, runs again, up to twice, and the log
+# says so). Each phase lists its slowest tests, so
 # every CI log says where the time went (issue 12), and the reason of every skip (a prediction
 # not judged on a shared machine says why).
 test-python: setup

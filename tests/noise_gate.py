@@ -1,15 +1,20 @@
 """The worlds' noise gate one level up: the tests that measure the machine (`-m real`), run
-again where they failed while the hypervisor stole the machine.
+again where they failed on a disturbed machine.
 
 A real world reruns a trial its noise gate flags (`retry_noisy`, schedlab.noise); the tests of
 those worlds had no such rule of their own, and on a shared host 10 of them once failed on
 timing in one CI run under 20%+ steal. Here each real test is watched as a world's run is,
 from the start of its setup to the end of the phase that failed: a failure while the
 hypervisor stole more than `schedlab.noise.STEAL_THRESHOLD` of the machine's CPUs beyond
-/proc/stat's resolution is a noisy failure, and `make test` runs those tests again in a new
-pytest process, up to `RETRIES` times, each after waiting for a quiet window, saying so in its
-output. Any other failure (a quiet one, one too short to judge, a collection error, a session
-stopped early, a crash) fails at once, and so does one still failing after the retries: no
+/proc/stat's resolution, or beside a real run it measured that the machine disturbed (flagged
+noisy after its own retries, or with jobs the machine stalled under: steal too short for
+/proc/stat's 10 ms ticks, which the jobs' own counters see; schedlab.noise.log_disturbed), is
+a noisy failure, and `make test` runs those tests again in a new pytest process, up to
+`RETRIES` times, each after waiting for a quiet window, saying so in its output. The evidence
+of a run is coarse on purpose: any disturbed run of the test counts, not only the one an
+assertion read, since a retry costs minutes and a failure that stays still fails.
+Any other failure (a quiet one, one too short to judge, a collection error, a session stopped
+early, a crash) fails at once, and so does one still failing after the retries: no
 assertion is loosened, a test only gets another, quieter machine to pass on.
 
 `python tests/noise_gate.py [pytest options]` runs `pytest -m real` this way (options, not
@@ -43,6 +48,36 @@ VERDICTS_ENV = "SCHEDLAB_NOISE_VERDICTS"
 PROPERTY = "noise_gate"  # the verdict's name among a report's user_properties
 
 
+def disturbed_log() -> Path | None:
+    """The file this process's real runs log their disturbances to (schedlab.noise.LOG_ENV)."""
+    path = os.environ.get(noise.LOG_ENV)
+    return Path(path) if path else None
+
+
+def log_offset() -> int:
+    log = disturbed_log()
+    return log.stat().st_size if log is not None and log.exists() else 0
+
+
+def disturbed_since(offset: int) -> list[dict]:
+    """The disturbed runs logged since `offset` (log_offset)."""
+    log = disturbed_log()
+    if log is None or not log.exists():
+        return []
+    with open(log, "rb") as f:
+        f.seek(offset)
+        return [json.loads(line) for line in f.read().decode().splitlines() if line.strip()]
+
+
+def carry(records: list[dict]) -> None:
+    """Logs again the disturbed runs of a measurement a shared fixture made earlier, for the
+    test that reads it now: a result it reads is as disturbed as when it was measured."""
+    log = disturbed_log()
+    if log is not None and records:
+        with open(log, "a") as f:
+            f.write("".join(json.dumps({**r, "carried": True}) + "\n" for r in records))
+
+
 def steal_verdict(steal_ticks: int, wall_ms: float, cpus: int | None = None,
                   hz: int | None = None) -> dict:
     """The hypervisor's steal over `wall_ms` on `cpus` CPUs (default: this machine's, at its
@@ -60,6 +95,16 @@ def _steal_ticks() -> int:
     return noise.cpu_ticks()[1]
 
 
+def with_disturbed(verdict: dict, records: list[dict]) -> dict:
+    """A steal verdict with the disturbed runs the test measured meanwhile: any makes it noisy
+    (the runs judged the machine, however short the test's own window)."""
+    if not records:
+        return {**verdict, "disturbed": []}
+    reasons = [*verdict["reasons"], *dict.fromkeys(noise.describe_disturbed(r) for r in records)]
+    return {**verdict, "noisy": True, "judged": True, "reasons": reasons,
+            "disturbed": records}
+
+
 class NoiseGate:
     """The pytest plugin: watches each real test from the start of its setup and puts the
     verdict of each failed phase on its report; keeps every failure the session reports (on
@@ -69,13 +114,25 @@ class NoiseGate:
                  cpus: int | None = None, hz: int | None = None):
         self.read_steal = read_steal
         self.cpus, self.hz = cpus, hz
-        self.start = pytest.StashKey[tuple[float, int]]()
+        self.start = pytest.StashKey[tuple[float, int, int]]()
         self.failed: dict[str, dict] = {}
+
+    def pytest_configure(self, config):
+        # A log of its own for each pytest process (an xdist worker too), inherited by the
+        # processes its tests start (a CLI run, a sweep's workers): its tests run one at a
+        # time, so what a test's window logs is its own runs'.
+        fd, path = tempfile.mkstemp(prefix="schedlab-disturbed-", suffix=".jsonl")
+        os.close(fd)
+        self.log = path
+        os.environ[noise.LOG_ENV] = path
+
+    def pytest_unconfigure(self, config):
+        Path(self.log).unlink(missing_ok=True)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
         if item.get_closest_marker("real") is not None:
-            item.stash[self.start] = (time.monotonic(), self.read_steal())
+            item.stash[self.start] = (time.monotonic(), self.read_steal(), log_offset())
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -83,7 +140,9 @@ class NoiseGate:
         start = item.stash.get(self.start, None)
         if start is not None and report.failed:
             wall_ms = (time.monotonic() - start[0]) * 1000
-            verdict = steal_verdict(self.read_steal() - start[1], wall_ms, self.cpus, self.hz)
+            verdict = with_disturbed(
+                steal_verdict(self.read_steal() - start[1], wall_ms, self.cpus, self.hz),
+                disturbed_since(start[2]))
             report.user_properties.append((PROPERTY, verdict))
             report.sections.append(("noise gate", _describe(verdict)))
         return report
@@ -179,7 +238,7 @@ def main(args: list[str], pytest_cmd: list[str] | None = None, cwd: str | None =
                 return 1
             if rc == 0 and attempt > 0:
                 print(f"noise gate: passed on retry {attempt} of {RETRIES} (the failures "
-                      "above were each on a stolen machine)", flush=True)
+                      "above were each on a disturbed machine)", flush=True)
             # 1: tests failed; 0 passed, anything else (interrupted, usage, internal) is final.
             if rc != 1:
                 return rc
@@ -191,11 +250,11 @@ def main(args: list[str], pytest_cmd: list[str] | None = None, cwd: str | None =
                           flush=True)
                 return rc
             failed = seen["failed"]
-            print(f"\nnoise gate: {len(again)} real test(s) failed while the hypervisor stole "
-                  f"the machine; running them again (retry {attempt + 1} of {RETRIES}):",
-                  flush=True)
+            print(f"\nnoise gate: {len(again)} real test(s) failed on a disturbed machine "
+                  f"(stolen, or stalled under a run they measured); running them again (retry "
+                  f"{attempt + 1} of {RETRIES}):", flush=True)
             for nodeid in failed:
-                print(f"  {nodeid}: steal {failed[nodeid]['steal_fraction']:.1%}", flush=True)
+                print(f"  {nodeid}: {_describe(failed[nodeid])}", flush=True)
             quiet = wait()
             state = "stolen still" if quiet["noisy"] else "quiet"
             print(f"noise gate: the machine is {state} (steal {quiet['steal_fraction']:.1%} over "
