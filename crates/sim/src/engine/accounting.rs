@@ -172,6 +172,7 @@ impl Engine<'_> {
         }
     }
 
+    #[inline]
     pub(super) fn set_in_system(&mut self, delta: i64) {
         let a = &mut self.acct;
         a.in_system_area += a.in_system as f64 * a.clip(a.in_system_since, self.now);
@@ -180,6 +181,7 @@ impl Engine<'_> {
     }
 
     /// Changes a runqueue's runnable count (and its time-weighted histogram).
+    #[inline]
     pub(super) fn set_runnable(&mut self, r: usize, delta: i32, weight: f64) {
         let (ms, me, now) = (self.acct.measure_start, self.acct.measure_end, self.now);
         let rq = &mut self.rqs[r];

@@ -227,6 +227,7 @@ impl Engine<'_> {
         rq.task_tickets -= t.tickets;
     }
 
+    #[inline(always)]
     pub(super) fn enqueue(&mut self, r: usize, id: JobId, why: Enqueue<'_>) {
         let now = self.now;
         if matches!(
@@ -407,6 +408,7 @@ impl Engine<'_> {
     }
 
     /// Starts `id` on CPU `c`. `continuing`: the same thread goes on with its next job.
+    #[inline(always)]
     pub(super) fn dispatch(&mut self, c: usize, id: JobId, continuing: bool) {
         let now = self.now;
         let cfg = self.cfg;
@@ -515,6 +517,7 @@ impl Engine<'_> {
 
     /// Ends the run on CPU `c` now: burst done, slice expired or (`preempted`) preemption.
     /// Returns the service the job received in this run.
+    #[inline(always)]
     pub(super) fn end_run(&mut self, c: usize, preempted: bool) -> f64 {
         let now = self.now;
         let cpu = &mut self.cpus[c];

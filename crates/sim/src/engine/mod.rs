@@ -216,6 +216,9 @@ struct Engine<'a> {
     per_cpu: bool,
     fluid: bool,
     threads: bool,
+    /// A trace workload: arrivals come from its rows (else from `next_open`, infinite for
+    /// closed clients).
+    trace: bool,
     /// A bounded buffer before the runqueue (`buffer`): checked once here, not per event.
     bounded: bool,
     /// Sizes mapped to this machine's service (`service_scale`, `service_offset`).
@@ -427,6 +430,7 @@ fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
         per_cpu,
         fluid,
         threads: m.timeslice.is_some(),
+        trace: matches!(cfg.workload, Workload::Trace { .. }),
         bounded: m.buffer.is_some(),
         scaled: m.service_scale != 1.0 || m.service_offset != 0.0,
         delay: m.dispatch_delay,
@@ -539,6 +543,7 @@ impl Engine<'_> {
     }
 
     /// Moves the clock, integrating the time-weighted quantities.
+    #[inline(always)]
     fn advance_to(&mut self, t: f64) {
         if let Some(s) = &mut self.acct.shares {
             s.advance(t);

@@ -54,7 +54,13 @@ impl Engine<'_> {
         at < self.sending_ends
     }
 
+    #[inline(always)]
     pub(super) fn next_arrival(&self) -> f64 {
+        // Asked several times per event: an open run (or a closed one, whose `next_open`
+        // stays infinite) answers without matching on the workload.
+        if !self.trace {
+            return self.next_open;
+        }
         match &self.cfg.workload {
             Workload::Open { .. } => self.next_open,
             Workload::Closed { .. } => f64::INFINITY,
@@ -72,7 +78,13 @@ impl Engine<'_> {
 
     pub(super) fn new_task(&mut self, class: u32, client: i64) -> u32 {
         let m = &self.cfg.machine;
-        let ideal = m.ideal.at_creation(self.tasks_created, m.cpus);
+        // Only placement on per-CPU runqueues reads a task's ideal CPU; a global runqueue
+        // skips the rule (a division per task).
+        let ideal = if self.per_cpu {
+            m.ideal.at_creation(self.tasks_created, m.cpus)
+        } else {
+            None
+        };
         self.tasks_created += 1;
         let task = Task {
             class,
