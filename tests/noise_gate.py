@@ -95,12 +95,36 @@ def _steal_ticks() -> int:
     return noise.cpu_ticks()[1]
 
 
+# A test that read many disturbed runs (a cached experiment's) names this many of them and
+# counts the rest, so its reason stays a line a reader takes in.
+SHOWN_DISTURBED = 2
+
+
+def _summarise(records: list[dict]) -> str:
+    """One line for the disturbed runs past the ones named: how many, in which worlds, and the
+    worst stall their jobs' counters saw."""
+    worlds = ", ".join(sorted({r["world"] for r in records}))
+    stalled = [r for r in records if r["stalled_jobs"]]
+    line = f"{len(records)} more disturbed run(s) ({worlds})"
+    if stalled:
+        worst = max(r["unaccounted_max_ms"] for r in stalled)
+        line += (f", {len(stalled)} with stalled jobs (up to "
+                 f"{max(r['stalled_jobs'] for r in stalled)} job(s) in one run, "
+                 f"up to {worst:.1f} ms that no counter placed)")
+    return line
+
+
 def with_disturbed(verdict: dict, records: list[dict]) -> dict:
     """A steal verdict with the disturbed runs the test measured meanwhile: any makes it noisy
     (the runs judged the machine, however short the test's own window)."""
     if not records:
         return {**verdict, "disturbed": []}
-    reasons = [*verdict["reasons"], *dict.fromkeys(noise.describe_disturbed(r) for r in records)]
+    lines = list(dict.fromkeys(noise.describe_disturbed(r) for r in records))
+    if len(lines) > SHOWN_DISTURBED:
+        shown = set(lines[:SHOWN_DISTURBED])
+        rest = [r for r in records if noise.describe_disturbed(r) not in shown]
+        lines = [*lines[:SHOWN_DISTURBED], _summarise(rest)]
+    reasons = [*verdict["reasons"], *lines]
     return {**verdict, "noisy": True, "judged": True, "reasons": reasons,
             "disturbed": records}
 

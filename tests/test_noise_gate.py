@@ -293,3 +293,14 @@ def test_a_world_logs_a_run_only_when_the_machine_disturbed_it(tmp_path, monkeyp
     both = with_disturbed(steal_verdict(0, 5.0, 2, 100), [stolen, stolen])
     assert both["noisy"] is True and both["judged"] is True
     assert both["reasons"] == [noise.describe_disturbed(stolen)]  # said once
+    # Many distinct runs (a cached experiment's): two named, the rest counted with the worst.
+    def os_run(jobs, ms):
+        return {"world": "os", "pid": 1, "noisy": False, "reasons": [], "stalled_jobs": jobs,
+                "unaccounted_max_ms": ms}
+    many = [stolen, os_run(1, 3.5), os_run(2, 18.5), os_run(4, 6.0), stolen,
+            {**stolen, "reasons": ["the hypervisor stole 9.0% of the run's CPUs"]}]
+    lines = with_disturbed(quiet, many)["reasons"][len(quiet["reasons"]):]
+    assert lines == [noise.describe_disturbed(stolen), noise.describe_disturbed(os_run(1, 3.5)),
+                     "3 more disturbed run(s) (os, server), 2 with stalled jobs (up to 4 job(s) "
+                     "in one run, up to 18.5 ms that no counter placed)"]
+    assert with_disturbed(quiet, many)["disturbed"] == many  # every record kept
