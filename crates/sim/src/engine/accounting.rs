@@ -7,7 +7,7 @@ use schedlab_model::summary::{JobRow, JobTable, Summarizer};
 use schedlab_policy::JobId;
 
 use super::results::{LoadSample, Segment};
-use super::{Engine, Timer, LOAD_BINS, NONE};
+use super::{earliest, latest, Engine, Timer, LOAD_BINS, NONE};
 use crate::spec::Config;
 
 pub(super) struct Accounting {
@@ -72,7 +72,10 @@ impl Accounting {
 
     /// Length of [a, b] inside the measured interval.
     pub(super) fn clip(&self, a: f64, b: f64) -> f64 {
-        (b.min(self.measure_end) - a.max(self.measure_start)).max(0.0)
+        latest(
+            earliest(b, self.measure_end) - latest(a, self.measure_start),
+            0.0,
+        )
     }
 
     /// A task ran over [start, end]: the part inside the contended interval counts.
@@ -188,7 +191,7 @@ impl Engine<'_> {
         let (runnable, load) = (&mut self.runnable[r], &mut self.load[r]);
         rq.hist.add_time(
             *runnable as usize,
-            (now.min(me) - rq.hist_at.max(ms)).max(0.0),
+            latest(earliest(now, me) - latest(rq.hist_at, ms), 0.0),
         );
         rq.hist_at = now;
         *runnable = runnable.wrapping_add_signed(delta);

@@ -6,7 +6,7 @@ use schedlab_model::placement::{CpuLoad, Placement, TaskPlace};
 use schedlab_policy::{Carry, Dequeue, Enqueue, JobId, JobView};
 
 use super::results::Segment;
-use super::{Engine, EPS, NONE};
+use super::{earliest, latest, Engine, EPS, NONE};
 use crate::balance::{self, Queued};
 use crate::spec::{Boost, Ideal};
 
@@ -478,7 +478,7 @@ impl Engine<'_> {
             }
             None => self.rqs[j.rq as usize].policy.slice(&j.view, now),
         };
-        let run_len = slice.map_or(j.burst_left, |s| s.min(j.burst_left));
+        let run_len = slice.map_or(j.burst_left, |s| earliest(s, j.burst_left));
         cpu.job = Some(id);
         cpu.dispatched = now;
         cpu.run_start = now + overhead;
@@ -528,13 +528,13 @@ impl Engine<'_> {
         } else {
             cpu.run_len
         };
-        self.acct.overhead += cpu.run_start.min(now) - cpu.dispatched;
+        self.acct.overhead += earliest(cpu.run_start, now) - cpu.dispatched;
         let start = cpu.run_start;
         self.cpu_until.set(c, f64::INFINITY);
         let j = &mut self.jobs[id.index()];
         j.on_cpu = NONE;
         j.last_ran = now;
-        let burst_done = !preempted && ran >= j.burst_left - EPS * j.burst_size.max(1.0);
+        let burst_done = !preempted && ran >= j.burst_left - EPS * latest(j.burst_size, 1.0);
         let served = if burst_done { j.burst_left } else { ran };
         j.burst_left -= served;
         if burst_done {

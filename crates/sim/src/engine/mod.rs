@@ -196,6 +196,17 @@ fn earliest(a: f64, b: f64) -> f64 {
     }
 }
 
+/// The later of two times (neither is NaN): `f64::max` pays for NaN on every call, and the
+/// accounting clips a time to the measured window on every event.
+#[inline(always)]
+fn latest(a: f64, b: f64) -> f64 {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+
 /// The seed the policy of runqueue `r` gets in a run seeded `seed`: public so that a test can
 /// replay a randomised policy's draws.
 pub fn policy_seed(seed: u64, r: usize) -> u64 {
@@ -587,18 +598,26 @@ impl Engine<'_> {
             self.acct.events += 1;
             self.with_balancer(|b, e| b.tick(e.now, e));
         }
-        let mut ready = std::mem::take(&mut self.ready);
+        // Most instants have no newcomer or no expired job (every completion of a run that is
+        // not preempted): their lists are then left where they are, not taken and put back.
+        let mut ready = if self.ready.is_empty() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.ready)
+        };
         if self.bounded {
             self.hold_arrivals(&mut ready);
         }
         for &id in &ready {
             self.make_ready(id);
         }
-        let expired = std::mem::take(&mut self.expired);
-        for &id in &expired {
+        // Enqueueing pushes to no list of the instant: the expired are read in place.
+        for i in 0..self.expired.len() {
+            let id = self.expired[i];
             let r = self.jobs[id.index()].rq as usize;
             self.enqueue(r, id, Enqueue::Expired);
         }
+        self.expired.clear();
         if !self.fluid {
             self.fill_idle();
             if self.bounded {
@@ -613,10 +632,10 @@ impl Engine<'_> {
         } else if self.per_cpu {
             self.tell_idle_fluid();
         }
-        self.ready = ready;
-        self.ready.clear();
-        self.expired = expired;
-        self.expired.clear();
+        if ready.capacity() > 0 {
+            ready.clear();
+            self.ready = ready;
+        }
     }
 
     fn with_balancer(&mut self, f: impl FnOnce(&mut dyn Balancer, &mut Self)) {
