@@ -1,7 +1,8 @@
 """Same bits across builds (issue 12): digests of the summary and the per-job table of a set of
 runs covering every policy and every engine path (open and closed workloads, classes, I/O
 bursts, threads with a timeslice, per-CPU runqueues under every balancer, traces of boosts,
-runs until precise and with automatic warm-up). Run it under two builds and compare:
+runs until precise and with automatic warm-up, the calibrated model's terms). Run it under
+two builds and compare:
 
     .venv/bin/python bits.py > new.txt
     PYTHONPATH=/path/to/old/python .venv/bin/python bits.py > old.txt && diff old.txt new.txt
@@ -50,6 +51,19 @@ def cases() -> list[tuple[str, str, dict]]:
         ("rr switch cost", "rr", {**OPEN, "context_switch": 0.01, "quantum": 0.2}),
         ("fcfs 10M", "fcfs", dict(load=0.9, size="exp:1", jobs=10_000_000, seed=1,
                                   keep_jobs=False)),
+        # The calibrated model's terms (issue 14): the server's bounded buffer and costs, the
+        # kernel's wake-ups and the dispatcher's work, a drained run of a fixed length.
+        ("fcfs server model", "fcfs", {**CLOSED, "cpus": 2, "buffer": 2, "start_cost": 0.05,
+                                       "context_switch": 0.01, "turn_cost": 0.005,
+                                       "service_scale": 1.1, "service_offset": 0.02,
+                                       "dispatch_delay": 0.03, "idle_wake": 0.02}),
+        ("rr server model", "rr", {**CLOSED, "cpus": 2, "buffer": 3, "quantum": 0.4,
+                                   "turn_cost": 0.01, "idle_wake": 0.02, "end_cost": 0.01}),
+        ("rr os model", "rr", {**CLOSED, "cpus": 2, "runqueues": "per-cpu", "quantum": 0.5,
+                               "bursts": 3, "io": "exp:1", "final_io": True,
+                               "wake_delay": 0.02, "dispatcher_cost": 0.01,
+                               "end_cost": 0.02, "migration_cost": 0.01}),
+        ("fcfs drained", "fcfs", {**OPEN, "jobs": None, "time": 5_000, "drain": True}),
     ]
     return out
 
