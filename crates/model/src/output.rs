@@ -430,7 +430,7 @@ impl MeanSeries {
 }
 
 impl SeriesStats {
-    #[inline]
+    #[inline(always)]
     pub fn add(&mut self, x: f64) {
         let s = self.mean.groups.len() / GROUPS_PER_SECTION;
         if s == self.sections.len() {

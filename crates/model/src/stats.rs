@@ -110,7 +110,7 @@ pub(crate) fn count_of(x: f64) -> u64 {
 pub(crate) const HIGHEST: u64 = 1_000_000_000_000_000_000;
 
 impl Quantiles {
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, v: f64) {
         if let Some(h) = &mut self.hist {
             h.saturating_record(count_of(v * SCALE));

@@ -76,6 +76,7 @@ impl Engine<'_> {
         }
     }
 
+    #[inline(always)]
     pub(super) fn new_task(&mut self, class: u32, client: i64) -> u32 {
         let m = &self.cfg.machine;
         // Only placement on per-CPU runqueues reads a task's ideal CPU; a global runqueue
