@@ -184,7 +184,7 @@ impl Engine<'_> {
     }
 
     /// Changes a runqueue's runnable count (and its time-weighted histogram). Inlined: it is
-    /// called at every arrival and every exit, and its call cost half its work.
+    /// called at every arrival and every exit, and a call cost half its work.
     #[inline(always)]
     pub(super) fn set_runnable(&mut self, r: usize, delta: i32, weight: f64) {
         let (ms, me, now) = (self.acct.measure_start, self.acct.measure_end, self.now);
