@@ -119,10 +119,11 @@ def with_disturbed(verdict: dict, records: list[dict]) -> dict:
     (the runs judged the machine, however short the test's own window)."""
     if not records:
         return {**verdict, "disturbed": []}
-    lines = list(dict.fromkeys(noise.describe_disturbed(r) for r in records))
+    described = [(noise.describe_disturbed(r), r) for r in records]
+    lines = list(dict.fromkeys(line for line, _ in described))
     if len(lines) > SHOWN_DISTURBED:
         shown = set(lines[:SHOWN_DISTURBED])
-        rest = [r for r in records if noise.describe_disturbed(r) not in shown]
+        rest = [r for line, r in described if line not in shown]
         lines = [*lines[:SHOWN_DISTURBED], _summarise(rest)]
     reasons = [*verdict["reasons"], *lines]
     return {**verdict, "noisy": True, "judged": True, "reasons": reasons,

@@ -598,8 +598,8 @@ impl Engine<'_> {
             self.acct.events += 1;
             self.with_balancer(|b, e| b.tick(e.now, e));
         }
-        // Most instants have no newcomer or no expired job (every completion of a run that is
-        // not preempted): their lists are then left where they are, not taken and put back.
+        // Most instants without an arrival have no newcomer (every completion): the list is
+        // then left where it is, not taken and put back.
         let mut ready = if self.ready.is_empty() {
             Vec::new()
         } else {
