@@ -64,6 +64,15 @@ def cases() -> list[tuple[str, str, dict]]:
                                "wake_delay": 0.02, "dispatcher_cost": 0.01,
                                "end_cost": 0.02, "migration_cost": 0.01}),
         ("fcfs drained", "fcfs", {**OPEN, "jobs": None, "time": 5_000, "drain": True}),
+        # The one-CPU loop's own paths: costs on one CPU (a preemption inside a run's
+        # overhead, a turn, an idle wake-up), a time limit that ends a run mid-job, a warm-up
+        # time.
+        ("srpt one cpu costs", "srpt", {**OPEN, "start_cost": 0.05, "context_switch": 0.02,
+                                        "turn_cost": 0.01, "idle_wake": 0.03}),
+        ("rr one cpu costs", "rr", {**OPEN, "quantum": 0.3, "start_cost": 0.05,
+                                    "turn_cost": 0.01, "idle_wake": 0.03}),
+        ("psjf time limit", "psjf", {**OPEN, "jobs": None, "time": 5_000}),
+        ("fcfs warm-up time", "fcfs", {**OPEN, "warmup_time": 500}),
     ]
     return out
 

@@ -1,5 +1,5 @@
 """M/M/1 at load 0.9: schedlab against SimPy and Ciw, measured in the same run, then schedlab's
-throughput targets for FCFS, RR (quantum 0.1), PS and SRPT through the general engine, each
+throughput targets for FCFS, RR (quantum 0.1), PS and SRPT through schedlab's engine, each
 beside the plain Rust reference loop (bench/refloop: the same generator and distributions, a
 heap event list, no policy abstraction, nothing measured but the mean) as a ratio to the
 limit of the machine, and the whole `schedlab sim` process against a whole SimPy process.
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{ratios['reference+summary/reference']:.3f} of the reference: the ceiling of any "
           "engine that keeps today's summary")
 
-    print(f"\nschedlab targets, one core, general engine, load {LOAD}, size exp:{MEAN_SIZE:g}")
+    print(f"\nschedlab targets, one core, load {LOAD}, size exp:{MEAN_SIZE:g}")
     head = (f"{'policy':<12} {'jobs/run':>12} {'jobs/s':>12} {'min..max':>25} {'target':>12} "
             f"{'mean resp':>10} {'theory':>7}  result")
     print(head)

@@ -398,7 +398,7 @@ impl Engine<'_> {
     }
 
     /// A running job's view with its service brought up to now.
-    fn current_view(&self, c: usize, id: JobId) -> JobView {
+    pub(super) fn current_view(&self, c: usize, id: JobId) -> JobView {
         let cpu = &self.cpus[c];
         let mut v = self.jobs[id.index()].view.clone();
         let ran = (self.now - cpu.run_start).clamp(0.0, cpu.run_len);

@@ -19,12 +19,15 @@
 //! One file per concern: this one holds the state and the event loop; `workload` makes tasks
 //! and jobs; `machine` places, queues, dispatches, preempts and migrates them; `io` blocks and
 //! wakes them (and applies wake-up boosts); `fluid` serves fluid runqueues; `accounting`
-//! measures as the run goes; `results` assembles the output through the model's summary.
+//! measures as the run goes; `results` assembles the output through the model's summary;
+//! `one_cpu` is the event loop of the textbook queue (one CPU, an open stream, a discrete
+//! policy), which does the same as this one without its tests for what such a run lacks.
 
 mod accounting;
 mod fluid;
 mod io;
 mod machine;
+mod one_cpu;
 mod results;
 mod workload;
 
@@ -387,130 +390,142 @@ const PILOT_START: u64 = 2_000;
 const PILOT_MAX: u64 = 2_000_000;
 
 fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
-    let m = &cfg.machine;
-    let per_cpu = m.runqueues == Runqueues::PerCpu;
-    let nrq = if per_cpu { m.cpus } else { 1 };
-    let mut rqs = Vec::with_capacity(nrq);
-    for r in 0..nrq {
-        let seed = policy_seed(cfg.seed, r);
-        let mut policy = schedlab_policy::build(&cfg.policy, &cfg.params, seed)?;
-        policy.serving_cpus(if per_cpu { 1 } else { m.cpus });
-        let fluid = policy.service() == Service::Fluid;
-        fit_fluid(&mut policy, &cfg.policy, m)?;
-        rqs.push(Runqueue {
-            may_preempt: policy.may_preempt(),
-            policy,
-            fluid,
-            tasks: 0,
-            task_weight: 0.0,
-            task_tickets: 0.0,
-            queued: Vec::new(),
-            hist: LoadBins::new(),
-            hist_at: 0.0,
-            fluid_busy: 0.0,
-            fluid_busy_window: 0.0,
-        });
-    }
-    let fluid = rqs[0].fluid;
-    let issue_limit = match (cfg.workload.trace_jobs(), cfg.jobs, cfg.precision) {
-        (_, _, Some(p)) => warmup + p.max_jobs,
-        (Some(n), Some(j), _) => (warmup + j).min(n),
-        (Some(n), None, _) => n,
-        (None, Some(j), _) => warmup + j,
-        (_, None, _) => u64::MAX,
-    };
-    let precision = cfg.precision.map(|p| {
-        UntilPrecise::new(
-            p.target,
-            cfg.jobs.unwrap_or(DEFAULT_MIN_JOBS).min(p.max_jobs),
-        )
-    });
-    let persistent = match &cfg.workload {
-        Workload::Closed { clients, .. } => clients.len(),
-        Workload::Trace { rows } => rows
-            .iter()
-            .filter_map(|r| r.task)
-            .max()
-            .map_or(0, |t| t as usize + 1),
-        Workload::Open { .. } => 0,
-    };
-    let closed = matches!(cfg.workload, Workload::Closed { .. });
-    let balancer = per_cpu.then(|| balance::build(&m.balancer, m.cpus));
-    let mut e = Engine {
-        cfg,
-        per_cpu,
-        fluid,
-        threads: m.timeslice.is_some(),
-        trace: matches!(cfg.workload, Workload::Trace { .. }),
-        bounded: m.buffer.is_some(),
-        scaled: m.service_scale != 1.0 || m.service_offset != 0.0,
-        delay: m.dispatch_delay,
-        idle_wake: m.idle_wake > 0.0,
-        held: m.dispatcher_cost > 0.0 || m.end_cost > 0.0,
-        dispatcher_until: f64::NEG_INFINITY,
-        sending_ends: cfg.sending_ends(),
-        jobs: Vec::new(),
-        free_jobs: Vec::new(),
-        tasks: Vec::new(),
-        free_tasks: Vec::new(),
-        persistent,
-        cpus: vec![
-            Cpu {
-                job: None,
-                dispatched: 0.0,
-                run_start: 0.0,
-                run_len: 0.0,
-                last_seq: u64::MAX,
-                left_unfinished: None,
-                busy_since: f64::NAN,
-                busy_total: 0.0,
-                busy_window: 0.0,
-                idle_told: false,
-                ending_until: f64::NEG_INFINITY,
-            };
-            m.cpus
-        ],
-        rqs,
-        runnable: vec![0; nrq],
-        load: vec![0.0; nrq],
-        cpu_until: MinTree::new(m.cpus),
-        to_fill: CpuSet::full(m.cpus),
-        fluid_next: MinTree::new(nrq),
-        balance_at: balancer.as_ref().map_or(f64::INFINITY, |b| b.next_tick()),
-        balancer,
-        next_ideal: 0,
-        tasks_created: 0,
-        script_at: vec![0; persistent],
-        now: 0.0,
-        next_open: f64::INFINITY,
-        trace_at: 0,
-        issued: 0,
-        pending: 0,
-        issue_limit,
-        warmup,
-        precision,
-        timers: BinaryHeap::new(),
-        timer_seq: 0,
-        device_queue: VecDeque::new(),
-        device_busy: false,
-        rng_arrival: stream(cfg.seed, 1),
-        rng_size: stream(cfg.seed, 2),
-        rng_class: stream(cfg.seed, 3),
-        rng_think: stream(cfg.seed, 4),
-        rng_io: stream(cfg.seed, 6),
-        rng_place: stream(cfg.seed, 7),
-        rng_balance: stream(cfg.seed, 8),
-        ready: Vec::new(),
-        expired: Vec::new(),
-        admission: VecDeque::new(),
-        acct: Accounting::new(
-            cfg,
-            (closed && persistent <= MAX_SHARE_TASKS).then_some(persistent),
-        ),
-    };
+    let mut e = Engine::new(cfg, warmup)?;
     e.start();
-    e.main_loop();
+    // The textbook queue's own loop, chosen once: the general one tests per event for what
+    // such a run never has.
+    if e.one_cpu() {
+        e.one_cpu_loop();
+    } else {
+        e.main_loop();
+    }
     Ok(e.finish())
+}
+
+impl<'a> Engine<'a> {
+    fn new(cfg: &'a Config, warmup: u64) -> Result<Engine<'a>, SpecError> {
+        let m = &cfg.machine;
+        let per_cpu = m.runqueues == Runqueues::PerCpu;
+        let nrq = if per_cpu { m.cpus } else { 1 };
+        let mut rqs = Vec::with_capacity(nrq);
+        for r in 0..nrq {
+            let seed = policy_seed(cfg.seed, r);
+            let mut policy = schedlab_policy::build(&cfg.policy, &cfg.params, seed)?;
+            policy.serving_cpus(if per_cpu { 1 } else { m.cpus });
+            let fluid = policy.service() == Service::Fluid;
+            fit_fluid(&mut policy, &cfg.policy, m)?;
+            rqs.push(Runqueue {
+                may_preempt: policy.may_preempt(),
+                policy,
+                fluid,
+                tasks: 0,
+                task_weight: 0.0,
+                task_tickets: 0.0,
+                queued: Vec::new(),
+                hist: LoadBins::new(),
+                hist_at: 0.0,
+                fluid_busy: 0.0,
+                fluid_busy_window: 0.0,
+            });
+        }
+        let fluid = rqs[0].fluid;
+        let issue_limit = match (cfg.workload.trace_jobs(), cfg.jobs, cfg.precision) {
+            (_, _, Some(p)) => warmup + p.max_jobs,
+            (Some(n), Some(j), _) => (warmup + j).min(n),
+            (Some(n), None, _) => n,
+            (None, Some(j), _) => warmup + j,
+            (_, None, _) => u64::MAX,
+        };
+        let precision = cfg.precision.map(|p| {
+            UntilPrecise::new(
+                p.target,
+                cfg.jobs.unwrap_or(DEFAULT_MIN_JOBS).min(p.max_jobs),
+            )
+        });
+        let persistent = match &cfg.workload {
+            Workload::Closed { clients, .. } => clients.len(),
+            Workload::Trace { rows } => rows
+                .iter()
+                .filter_map(|r| r.task)
+                .max()
+                .map_or(0, |t| t as usize + 1),
+            Workload::Open { .. } => 0,
+        };
+        let closed = matches!(cfg.workload, Workload::Closed { .. });
+        let balancer = per_cpu.then(|| balance::build(&m.balancer, m.cpus));
+        Ok(Engine {
+            cfg,
+            per_cpu,
+            fluid,
+            threads: m.timeslice.is_some(),
+            trace: matches!(cfg.workload, Workload::Trace { .. }),
+            bounded: m.buffer.is_some(),
+            scaled: m.service_scale != 1.0 || m.service_offset != 0.0,
+            delay: m.dispatch_delay,
+            idle_wake: m.idle_wake > 0.0,
+            held: m.dispatcher_cost > 0.0 || m.end_cost > 0.0,
+            dispatcher_until: f64::NEG_INFINITY,
+            sending_ends: cfg.sending_ends(),
+            jobs: Vec::new(),
+            free_jobs: Vec::new(),
+            tasks: Vec::new(),
+            free_tasks: Vec::new(),
+            persistent,
+            cpus: vec![
+                Cpu {
+                    job: None,
+                    dispatched: 0.0,
+                    run_start: 0.0,
+                    run_len: 0.0,
+                    last_seq: u64::MAX,
+                    left_unfinished: None,
+                    busy_since: f64::NAN,
+                    busy_total: 0.0,
+                    busy_window: 0.0,
+                    idle_told: false,
+                    ending_until: f64::NEG_INFINITY,
+                };
+                m.cpus
+            ],
+            rqs,
+            runnable: vec![0; nrq],
+            load: vec![0.0; nrq],
+            cpu_until: MinTree::new(m.cpus),
+            to_fill: CpuSet::full(m.cpus),
+            fluid_next: MinTree::new(nrq),
+            balance_at: balancer.as_ref().map_or(f64::INFINITY, |b| b.next_tick()),
+            balancer,
+            next_ideal: 0,
+            tasks_created: 0,
+            script_at: vec![0; persistent],
+            now: 0.0,
+            next_open: f64::INFINITY,
+            trace_at: 0,
+            issued: 0,
+            pending: 0,
+            issue_limit,
+            warmup,
+            precision,
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            device_queue: VecDeque::new(),
+            device_busy: false,
+            rng_arrival: stream(cfg.seed, 1),
+            rng_size: stream(cfg.seed, 2),
+            rng_class: stream(cfg.seed, 3),
+            rng_think: stream(cfg.seed, 4),
+            rng_io: stream(cfg.seed, 6),
+            rng_place: stream(cfg.seed, 7),
+            rng_balance: stream(cfg.seed, 8),
+            ready: Vec::new(),
+            expired: Vec::new(),
+            admission: VecDeque::new(),
+            acct: Accounting::new(
+                cfg,
+                (closed && persistent <= MAX_SHARE_TASKS).then_some(persistent),
+            ),
+        })
+    }
 }
 
 impl Engine<'_> {

@@ -1,0 +1,365 @@
+//! The event loop of the textbook queue: one CPU, one runqueue with a discrete policy, an
+//! open stream of one-burst jobs, no timers. It is chosen once, at the start of a run
+//! ([`Engine::one_cpu`]), and does what `step` and the machine's general dispatch and end of
+//! a run do for such a run, without their tests of what the run does not have (per-CPU
+//! runqueues, fluid service, threads, I/O, boosts, balancers, holds, a schedule): the same
+//! operations in the same order, so the same bits (`bench/bits.py`, the determinism tests).
+//! Jobs are made, measured and retired by the same code as in the general loop
+//! (`admit_arrivals`, `job_done`), and the run ends through the same `finish`.
+
+use schedlab_policy::{Enqueue, JobId};
+
+use super::{earliest, latest, Engine, EPS, NONE};
+use crate::spec::{Boost, Runqueues, Workload};
+
+impl Engine<'_> {
+    /// Whether this run is one the one-CPU loop serves (checked once, before the run).
+    pub(super) fn one_cpu(&self) -> bool {
+        let cfg = self.cfg;
+        let m = &cfg.machine;
+        m.cpus == 1
+            && m.runqueues == Runqueues::Global
+            && matches!(cfg.workload, Workload::Open { .. })
+            && !self.fluid
+            && !self.threads
+            && !self.bounded
+            && !self.scaled
+            && !self.held
+            && self.delay == 0.0
+            && m.boost == Boost::None
+            && !cfg.keep_schedule
+            && cfg.load_sample.is_none()
+            && self.acct.shares.is_none()
+            && cfg.classes.iter().all(|c| c.bursts == 1 && !c.final_io)
+    }
+
+    pub(super) fn one_cpu_loop(&mut self) {
+        let stop = self.cfg.stop().unwrap_or(f64::INFINITY);
+        let may_preempt = self.rqs[0].may_preempt;
+        // When the run on the CPU ends (infinite while it is idle).
+        let mut run_end = f64::INFINITY;
+        loop {
+            let t = earliest(self.next_open, run_end);
+            if t == f64::INFINITY || t > stop {
+                if stop.is_finite() {
+                    self.now = stop;
+                }
+                return;
+            }
+            self.now = t;
+            let now = t;
+            // The job whose slice expired now, if any (one CPU: at most one).
+            let mut expired = None;
+            if run_end <= now {
+                self.acct.events += 1;
+                expired = self.one_cpu_end_run(false).1;
+                run_end = f64::INFINITY;
+            }
+            // Arrivals are the only newcomers (no timers), enqueued before the expired job.
+            let arrived = self.next_open <= now;
+            let ready = if arrived {
+                self.admit_arrivals();
+                std::mem::take(&mut self.ready)
+            } else {
+                Vec::new()
+            };
+            for &id in &ready {
+                let w = self.jobs[id.index()].view.weight;
+                self.set_runnable(0, 1, w);
+                self.one_cpu_enqueue(id, Enqueue::Arrival);
+            }
+            if let Some(id) = expired {
+                self.one_cpu_enqueue(id, Enqueue::Expired);
+            }
+            if self.cpus[0].job.is_none() {
+                if let Some(id) = self.rqs[0].policy.pick_next(now) {
+                    self.jobs[id.index()].queued = false;
+                    run_end = self.one_cpu_dispatch(id);
+                }
+            }
+            if arrived {
+                if may_preempt {
+                    for &id in &ready {
+                        let j = &self.jobs[id.index()];
+                        if j.alive && j.queued {
+                            run_end = self.one_cpu_maybe_preempt(id, run_end);
+                        }
+                    }
+                }
+                let mut ready = ready;
+                ready.clear();
+                self.ready = ready;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn one_cpu_enqueue(&mut self, id: JobId, why: Enqueue<'_>) {
+        let now = self.now;
+        let j = &mut self.jobs[id.index()];
+        j.rq = 0;
+        j.ready_since = now;
+        j.queued = true;
+        self.rqs[0].policy.enqueue(&j.view, now, why);
+    }
+
+    /// A newcomer takes the CPU if the policy says it preempts the running job. Returns when
+    /// the CPU's run ends now.
+    fn one_cpu_maybe_preempt(&mut self, id: JobId, run_end: f64) -> f64 {
+        let now = self.now;
+        let Some(running) = self.cpus[0].job else {
+            return run_end;
+        };
+        let running = self.current_view(0, running);
+        let incoming = &self.jobs[id.index()].view;
+        if !self.rqs[0].policy.preempts(incoming, &running, now) {
+            return run_end;
+        }
+        let (ran, victim) = self.one_cpu_end_run(true);
+        let victim = victim.expect("preempted job");
+        self.one_cpu_enqueue(victim, Enqueue::Preempted { ran });
+        match self.rqs[0].policy.pick_next(now) {
+            Some(next) => {
+                self.jobs[next.index()].queued = false;
+                self.one_cpu_dispatch(next)
+            }
+            None => f64::INFINITY,
+        }
+    }
+
+    /// Starts `id` on the CPU (the machine's `dispatch` for this run); returns when its run
+    /// ends.
+    #[inline(always)]
+    fn one_cpu_dispatch(&mut self, id: JobId) -> f64 {
+        let now = self.now;
+        let m = &self.cfg.machine;
+        let j = &mut self.jobs[id.index()];
+        let start = if j.first_run.is_nan() {
+            j.first_run = now;
+            if j.woke_machine {
+                m.start_cost + m.idle_wake
+            } else {
+                m.start_cost
+            }
+        } else {
+            0.0
+        };
+        let seq = j.seq;
+        let cpu = &mut self.cpus[0];
+        if let Some((prev, prev_seq)) = cpu.left_unfinished.take() {
+            if prev_seq != seq {
+                let p = &mut self.jobs[prev.index()];
+                if p.alive && p.seq == prev_seq {
+                    p.switches += 1;
+                }
+            }
+        }
+        let overhead = start
+            + if cpu.last_seq == seq {
+                m.turn_cost
+            } else {
+                m.context_switch
+            };
+        let j = &mut self.jobs[id.index()];
+        j.cpu = 0;
+        j.on_cpu = 0;
+        j.waited += now + overhead - j.ready_since;
+        let slice = self.rqs[0].policy.slice(&j.view, now);
+        let run_len = slice.map_or(j.burst_left, |s| earliest(s, j.burst_left));
+        cpu.job = Some(id);
+        cpu.dispatched = now;
+        cpu.run_start = now + overhead;
+        cpu.run_len = run_len;
+        cpu.last_seq = seq;
+        if cpu.busy_since.is_nan() {
+            cpu.busy_since = now;
+        }
+        now + overhead + run_len
+    }
+
+    /// Ends the CPU's run now (the machine's `end_run` for this run): the job is done, or its
+    /// slice expired or (`preempted`) a newcomer preempts it. Returns the service it received
+    /// in this run, and the job if it is not done (to be queued again).
+    #[inline(always)]
+    fn one_cpu_end_run(&mut self, preempted: bool) -> (f64, Option<JobId>) {
+        let now = self.now;
+        let cpu = &mut self.cpus[0];
+        let id = cpu.job.take().expect("busy CPU");
+        let ran = if preempted {
+            (now - cpu.run_start).clamp(0.0, cpu.run_len)
+        } else {
+            cpu.run_len
+        };
+        self.acct.overhead += earliest(cpu.run_start, now) - cpu.dispatched;
+        let j = &mut self.jobs[id.index()];
+        j.on_cpu = NONE;
+        j.last_ran = now;
+        let burst_done = !preempted && ran >= j.burst_left - EPS * latest(j.burst_size, 1.0);
+        let served = if burst_done { j.burst_left } else { ran };
+        j.burst_left -= served;
+        if burst_done {
+            j.burst_left = 0.0;
+        }
+        j.view.remaining -= served;
+        j.view.attained += served;
+        if burst_done {
+            // One burst: the job is done.
+            j.view.remaining = 0.0;
+            j.view.attained = j.view.size;
+        }
+        self.rqs[0].policy.charge(&j.view, ran, now);
+        if burst_done {
+            self.close_busy(0);
+            self.job_done(id, Some(0));
+            return (ran, None);
+        }
+        let seq = self.jobs[id.index()].seq;
+        self.cpus[0].left_unfinished = Some((id, seq));
+        if !preempted {
+            self.close_busy(0);
+        }
+        (ran, Some(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use schedlab_policy::POLICIES;
+
+    use super::super::{Engine, Output};
+    use crate::spec::{ClassSpec, SimSpec, WarmupSpec};
+
+    /// A run through the general loop or the one-CPU loop; the second asserts the run is one
+    /// it serves (a test of two general runs would prove nothing).
+    fn run(spec: &SimSpec, one_cpu: bool) -> Output {
+        let cfg = spec.validate().unwrap_or_else(|e| panic!("{e}"));
+        let mut e = Engine::new(&cfg, 0).unwrap();
+        e.start();
+        if one_cpu {
+            assert!(e.one_cpu(), "{spec:?} is not a one-CPU run");
+            e.one_cpu_loop();
+        } else {
+            e.main_loop();
+        }
+        e.finish()
+    }
+
+    /// The summary, the class rows and the per-job table as JSON (floats written exactly, so
+    /// equal text is equal bits).
+    fn text(out: &Output) -> String {
+        serde_json::to_string(&(&out.summary, &out.classes, &out.jobs)).unwrap()
+    }
+
+    fn open(policy: &str) -> SimSpec {
+        SimSpec {
+            policy: Some(policy.into()),
+            load: Some(0.85),
+            size: Some("hyperexp:1,3".into()),
+            jobs: Some(5_000),
+            warmup: Some(WarmupSpec::Jobs(200)),
+            seed: Some(21),
+            keep_jobs: Some(true),
+            // EDF needs deadlines; the others ignore them.
+            classes: Some(vec![ClassSpec {
+                size: Some("hyperexp:1,3".into()),
+                deadline: Some(5.0),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn every_discrete_policy_gives_the_same_bits_in_both_loops() {
+        let mut served = 0;
+        for info in POLICIES {
+            let spec = open(info.name);
+            let cfg = spec.validate().unwrap();
+            if !Engine::new(&cfg, 0).unwrap().one_cpu() {
+                continue; // fluid: served by the general loop alone
+            }
+            served += 1;
+            let (general, one) = (run(&spec, false), run(&spec, true));
+            assert_eq!(text(&general), text(&one), "{}", info.name);
+            assert!(one.summary.jobs > 4_000, "{}", info.name);
+        }
+        // Every policy but PS, GPS and FB (fluid).
+        assert_eq!(served, POLICIES.len() - 3);
+    }
+
+    #[test]
+    fn costs_classes_limits_and_precision_give_the_same_bits_in_both_loops() {
+        let two_classes = vec![
+            ClassSpec {
+                name: Some("short".into()),
+                fraction: Some(0.7),
+                size: Some("exp:0.5".into()),
+                priority: Some(1.0),
+                tickets: Some(3.0),
+                ..Default::default()
+            },
+            ClassSpec {
+                name: Some("long".into()),
+                fraction: Some(0.3),
+                size: Some("exp:2".into()),
+                priority: Some(2.0),
+                tickets: Some(1.0),
+                ..Default::default()
+            },
+        ];
+        let cases = [
+            // A preemption inside a run's overhead, turns, an idle machine's wake-up.
+            SimSpec {
+                start_cost: Some(0.05),
+                context_switch: Some(0.02),
+                turn_cost: Some(0.01),
+                idle_wake: Some(0.03),
+                ..open("srpt")
+            },
+            SimSpec {
+                params: Some(schedlab_policy::Params(
+                    [("quantum".to_string(), schedlab_policy::ParamValue::Num(0.3))].into(),
+                )),
+                start_cost: Some(0.05),
+                turn_cost: Some(0.01),
+                context_switch: Some(0.02),
+                ..open("rr")
+            },
+            SimSpec {
+                classes: Some(two_classes.clone()),
+                ..open("priority")
+            },
+            SimSpec {
+                classes: Some(two_classes),
+                ..open("lottery")
+            },
+            // A time limit that ends the run mid-job, and one that drains.
+            SimSpec {
+                jobs: None,
+                time: Some(3_000.0),
+                ..open("psjf")
+            },
+            SimSpec {
+                jobs: None,
+                time: Some(3_000.0),
+                drain: Some(true),
+                ..open("fcfs")
+            },
+            SimSpec {
+                warmup: None,
+                warmup_time: Some(300.0),
+                ..open("sjf")
+            },
+            SimSpec {
+                precision: Some(0.05),
+                max_jobs: Some(100_000),
+                ..open("fcfs")
+            },
+        ];
+        for spec in &cases {
+            let (general, one) = (run(spec, false), run(spec, true));
+            assert_eq!(text(&general), text(&one), "{spec:?}");
+            assert!(one.summary.jobs > 1_000, "{spec:?}");
+        }
+    }
+}
