@@ -6,9 +6,9 @@ use schedlab_model::placement::{CpuLoad, Placement, TaskPlace};
 use schedlab_policy::{Carry, Dequeue, Enqueue, JobId, JobView};
 
 use super::results::Segment;
-use super::{earliest, latest, Engine, EPS, NONE};
+use super::{earliest, latest, Cpu, Engine, Job, EPS, NONE};
 use crate::balance::{self, Queued};
-use crate::spec::{Boost, Ideal};
+use crate::spec::{Boost, Ideal, Machine};
 
 impl Engine<'_> {
     /// A bounded buffer: new arrivals beyond its room wait outside, in order, behind any
@@ -415,25 +415,10 @@ impl Engine<'_> {
         let m = &cfg.machine;
         let j = &mut self.jobs[id.index()];
         let first = j.first_run.is_nan();
-        let start = if first {
-            j.first_run = now;
-            if j.woke_machine {
-                m.start_cost + m.idle_wake
-            } else {
-                m.start_cost
-            }
-        } else {
-            0.0
-        };
+        let start = j.start_cost(now, m);
+        let seq = j.seq;
+        self.count_switch(c, seq);
         let cpu = &mut self.cpus[c];
-        if let Some((prev, seq)) = cpu.left_unfinished.take() {
-            if seq != j.seq {
-                let p = &mut self.jobs[prev.index()];
-                if p.alive && p.seq == seq {
-                    p.switches += 1;
-                }
-            }
-        }
         let j = &mut self.jobs[id.index()];
         // A run after another job's pays a switch; one that goes on with the job the CPU ran
         // just before (its slice expired, nobody else came first) pays a turn.
@@ -491,6 +476,20 @@ impl Engine<'_> {
         self.cpu_until.set(c, now + overhead + run_len);
     }
 
+    /// CPU `c` starts the job numbered `seq`: the job it took off unfinished, if another one,
+    /// counts a context switch.
+    #[inline(always)]
+    pub(super) fn count_switch(&mut self, c: usize, seq: u64) {
+        if let Some((prev, prev_seq)) = self.cpus[c].left_unfinished.take() {
+            if prev_seq != seq {
+                let p = &mut self.jobs[prev.index()];
+                if p.alive && p.seq == prev_seq {
+                    p.switches += 1;
+                }
+            }
+        }
+    }
+
     /// `dispatcher_cost`: the dispatcher, on CPU 0 above the jobs, works `cost` for a job's
     /// first run on CPU `c`. Returns the delay of the run starting on `c`: on CPU 0, the
     /// dispatcher's work still under way there and this job's; elsewhere none, and the job CPU
@@ -523,29 +522,12 @@ impl Engine<'_> {
         let cpu = &mut self.cpus[c];
         let id = cpu.job.take().expect("busy CPU");
         self.to_fill.insert(c);
-        let ran = if preempted {
-            (now - cpu.run_start).clamp(0.0, cpu.run_len)
-        } else {
-            cpu.run_len
-        };
-        self.acct.overhead += earliest(cpu.run_start, now) - cpu.dispatched;
+        let (ran, overhead) = cpu.ended_run(now, preempted);
+        self.acct.overhead += overhead;
         let start = cpu.run_start;
         self.cpu_until.set(c, f64::INFINITY);
         let j = &mut self.jobs[id.index()];
-        j.on_cpu = NONE;
-        j.last_ran = now;
-        let burst_done = !preempted && ran >= j.burst_left - EPS * latest(j.burst_size, 1.0);
-        let served = if burst_done { j.burst_left } else { ran };
-        j.burst_left -= served;
-        if burst_done {
-            j.burst_left = 0.0;
-        }
-        j.view.remaining -= served;
-        j.view.attained += served;
-        if burst_done && j.bursts_left == 0 {
-            j.view.remaining = 0.0;
-            j.view.attained = j.view.size;
-        }
+        let burst_done = j.ran(now, ran, preempted);
         let task = j.task as usize;
         if self.threads {
             self.tasks[task].slice_left -= ran;
@@ -604,6 +586,58 @@ impl Engine<'_> {
         let cpu = &mut self.cpus[c];
         cpu.busy_total += now - since;
         cpu.busy_window += window;
+    }
+}
+
+impl Cpu {
+    /// The run on this CPU ends now (`preempted`: before its length): the service it gave,
+    /// and the part of the CPU's time since the dispatch that went to overhead.
+    #[inline(always)]
+    pub(super) fn ended_run(&self, now: f64, preempted: bool) -> (f64, f64) {
+        let ran = if preempted {
+            (now - self.run_start).clamp(0.0, self.run_len)
+        } else {
+            self.run_len
+        };
+        (ran, earliest(self.run_start, now) - self.dispatched)
+    }
+}
+
+impl Job {
+    /// A run of the job starts now: its first pays the machine's start (and, if it found the
+    /// machine empty, its wake-up).
+    #[inline(always)]
+    pub(super) fn start_cost(&mut self, now: f64, m: &Machine) -> f64 {
+        if !self.first_run.is_nan() {
+            return 0.0;
+        }
+        self.first_run = now;
+        if self.woke_machine {
+            m.start_cost + m.idle_wake
+        } else {
+            m.start_cost
+        }
+    }
+
+    /// A run of `ran` ended now (`preempted`: taken off its CPU early): the job's service, its
+    /// burst and what is left of both. Returns whether the burst is done.
+    #[inline(always)]
+    pub(super) fn ran(&mut self, now: f64, ran: f64, preempted: bool) -> bool {
+        self.on_cpu = NONE;
+        self.last_ran = now;
+        let burst_done = !preempted && ran >= self.burst_left - EPS * latest(self.burst_size, 1.0);
+        let served = if burst_done { self.burst_left } else { ran };
+        self.burst_left -= served;
+        if burst_done {
+            self.burst_left = 0.0;
+        }
+        self.view.remaining -= served;
+        self.view.attained += served;
+        if burst_done && self.bursts_left == 0 {
+            self.view.remaining = 0.0;
+            self.view.attained = self.view.size;
+        }
+        burst_done
     }
 }
 

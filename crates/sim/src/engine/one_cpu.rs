@@ -9,7 +9,7 @@
 
 use schedlab_policy::{Enqueue, JobId};
 
-use super::{earliest, latest, Engine, EPS, NONE};
+use super::{earliest, Engine};
 use crate::spec::{Boost, Runqueues, Workload};
 
 impl Engine<'_> {
@@ -134,26 +134,10 @@ impl Engine<'_> {
         let now = self.now;
         let m = &self.cfg.machine;
         let j = &mut self.jobs[id.index()];
-        let start = if j.first_run.is_nan() {
-            j.first_run = now;
-            if j.woke_machine {
-                m.start_cost + m.idle_wake
-            } else {
-                m.start_cost
-            }
-        } else {
-            0.0
-        };
+        let start = j.start_cost(now, m);
         let seq = j.seq;
+        self.count_switch(0, seq);
         let cpu = &mut self.cpus[0];
-        if let Some((prev, prev_seq)) = cpu.left_unfinished.take() {
-            if prev_seq != seq {
-                let p = &mut self.jobs[prev.index()];
-                if p.alive && p.seq == prev_seq {
-                    p.switches += 1;
-                }
-            }
-        }
         let overhead = start
             + if cpu.last_seq == seq {
                 m.turn_cost
@@ -185,28 +169,11 @@ impl Engine<'_> {
         let now = self.now;
         let cpu = &mut self.cpus[0];
         let id = cpu.job.take().expect("busy CPU");
-        let ran = if preempted {
-            (now - cpu.run_start).clamp(0.0, cpu.run_len)
-        } else {
-            cpu.run_len
-        };
-        self.acct.overhead += earliest(cpu.run_start, now) - cpu.dispatched;
+        let (ran, overhead) = cpu.ended_run(now, preempted);
+        self.acct.overhead += overhead;
         let j = &mut self.jobs[id.index()];
-        j.on_cpu = NONE;
-        j.last_ran = now;
-        let burst_done = !preempted && ran >= j.burst_left - EPS * latest(j.burst_size, 1.0);
-        let served = if burst_done { j.burst_left } else { ran };
-        j.burst_left -= served;
-        if burst_done {
-            j.burst_left = 0.0;
-        }
-        j.view.remaining -= served;
-        j.view.attained += served;
-        if burst_done {
-            // One burst: the job is done.
-            j.view.remaining = 0.0;
-            j.view.attained = j.view.size;
-        }
+        // One burst: when it is done, the job is.
+        let burst_done = j.ran(now, ran, preempted);
         self.rqs[0].policy.charge(&j.view, ran, now);
         if burst_done {
             self.close_busy(0);
