@@ -6,6 +6,10 @@
 //! operations in the same order, so the same bits (`bench/bits.py`, the determinism tests).
 //! Jobs are made, measured and retired by the same code as in the general loop
 //! (`admit_arrivals`, `job_done`), and the run ends through the same `finish`.
+//!
+//! A key that the general loop reads while the run goes must be handled here too, or be
+//! listed in `one_cpu` as one that sends a run to the general loop; the tests below run every
+//! discrete policy and the costs this loop handles through both loops and compare the bits.
 
 use schedlab_policy::{Enqueue, JobId};
 
