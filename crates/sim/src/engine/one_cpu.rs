@@ -333,4 +333,85 @@ mod tests {
             assert!(one.summary.jobs > 1_000, "{spec:?}");
         }
     }
+
+    /// Runs drawn at random from what the loop serves: every discrete policy with its quantum
+    /// where it has one, five size distributions, three loads, each cost present or not, one
+    /// or two classes, a job count or a time limit, a warm-up by jobs or by time.
+    #[test]
+    fn random_runs_give_the_same_bits_in_both_loops() {
+        use rand::{Rng, SeedableRng};
+        use schedlab_policy::{ParamValue, Params};
+
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        let discrete: Vec<_> = POLICIES
+            .iter()
+            .filter(|p| !["ps", "gps", "fb"].contains(&p.name))
+            .collect();
+        let sizes = [
+            "exp:1",
+            "det:1",
+            "det:0.75",
+            "hyperexp:1,3",
+            "bpareto:1.5,0.1,100",
+            "lognormal:1,2",
+        ];
+        // Poisson arrivals at a load, or arrivals on a grid that, with sizes and quanta of
+        // exact binary fractions, fall on the instants where runs end (the order of an
+        // instant's events matters only then).
+        let arrivals = [None, Some("det:1.25"), Some("det:0.5")];
+        let cost = |rng: &mut rand_xoshiro::Xoshiro256PlusPlus| {
+            rng.random_bool(0.5)
+                .then(|| [0.01, 0.05][rng.random_range(0..2)])
+        };
+        for case in 0..300 {
+            let info = discrete[rng.random_range(0..discrete.len())];
+            let size = sizes[rng.random_range(0..sizes.len())];
+            let arrival = arrivals[rng.random_range(0..arrivals.len())];
+            let class = |fraction: f64, priority: f64, tickets: f64| ClassSpec {
+                fraction: Some(fraction),
+                size: Some(size.into()),
+                priority: Some(priority),
+                tickets: Some(tickets),
+                deadline: Some(4.0 * priority),
+                ..Default::default()
+            };
+            let classes = if rng.random_bool(0.5) {
+                vec![class(1.0, 1.0, 1.0)]
+            } else {
+                vec![class(0.6, 1.0, 3.0), class(0.4, 2.0, 1.0)]
+            };
+            let mut params = Params::default();
+            if info.params.iter().any(|p| p.name == "quantum") {
+                let q = [0.1, 0.25, 0.5, 2.0][rng.random_range(0..4)];
+                params.0.insert("quantum".into(), ParamValue::Num(q));
+            }
+            let limited = rng.random_bool(0.2);
+            let by_time = rng.random_bool(0.3);
+            let spec = SimSpec {
+                policy: Some(info.name.into()),
+                params: Some(params),
+                load: arrival
+                    .is_none()
+                    .then(|| [0.3, 0.8, 0.97][rng.random_range(0..3)]),
+                arrival: arrival.map(String::from),
+                allow_unstable: Some(true),
+                jobs: (!limited).then_some(3_000),
+                time: limited.then_some(2_000.0),
+                drain: limited.then(|| rng.random_bool(0.5)),
+                classes: Some(classes),
+                warmup: Some(WarmupSpec::Jobs(if by_time { 0 } else { 100 })),
+                warmup_time: by_time.then_some(100.0),
+                start_cost: cost(&mut rng),
+                context_switch: cost(&mut rng),
+                turn_cost: cost(&mut rng),
+                idle_wake: cost(&mut rng),
+                seed: Some(case),
+                keep_jobs: Some(true),
+                ..Default::default()
+            };
+            let (general, one) = (run(&spec, false), run(&spec, true));
+            assert_eq!(text(&general), text(&one), "case {case}: {spec:?}");
+            assert!(one.summary.jobs > 100, "case {case}: {spec:?}");
+        }
+    }
 }
