@@ -6,7 +6,13 @@ which the os world reports in every run).
 
     .venv/bin/python kernel_modes.py [--runs 20] [--cpus 2] [--batch 50]
 
-Prints one line per run and writes bench/out/kernel_modes.json.
+With `--target N`, the probe is the batch itself: each run is a batch of `--batch` tiny
+processes, then one of N (the xv6 file's switch-overhead test has 200), then `--batch` again,
+seconds apart: whether a process's cost measured just before (or around) a run predicts the
+run's, which a model that follows the machine would need.
+
+Prints one line per run and writes bench/out/kernel_modes.json (kernel_probe.json with
+`--target`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +39,55 @@ def user_probe() -> list[float]:
     return out
 
 
+def batch_spec(batch: int, cpus: int, seed: int) -> dict:
+    """Tiny one-shot processes (0.01 ms of CPU) through the dispatcher's RR, as in the
+    calibration's starts and the xv6 file's switch-overhead test."""
+    return {"batch": batch, "size": "det:0.01", "cpus": cpus, "seed": seed,
+            "quiet_wait": 2_000, "policy": "rr", "enforce": "fifo",
+            "params": {"quantum": 10.0}}
+
+
+def per_process_ms(batch: int, cpus: int, seed: int) -> float:
+    """ms of a CPU a process of a batch took: its completion (first fork to last exit) spread
+    over the batch, less the process's own CPU time."""
+    from schedlab import osrun
+
+    s = osrun.run(batch_spec(batch, cpus, seed)).summary
+    return float(s["makespan"]) * cpus / batch - 0.01
+
+
+def spread(values: list[float]) -> str:
+    mean = statistics.mean(values)
+    return (f"mean {mean:.3f}, CV {statistics.stdev(values) / mean:.1%}, "
+            f"{min(values):.3f}-{max(values):.3f}")
+
+
+def probe_and_target(args: argparse.Namespace) -> int:
+    rows = []
+    for r in range(args.runs):
+        before = per_process_ms(args.batch, args.cpus, 1 + 3 * r)
+        target = per_process_ms(args.target, args.cpus, 2 + 3 * r)
+        after = per_process_ms(args.batch, args.cpus, 3 + 3 * r)
+        rows.append({"run": r, "before_ms": before, "target_ms": target, "after_ms": after})
+        print(f"run {r:2d}: a process {before:.3f} ms per CPU in {args.batch}, then {target:.3f} "
+              f"in {args.target}, then {after:.3f} in {args.batch}", flush=True)
+    target = [x["target_ms"] for x in rows]
+    by_before = [x["target_ms"] / x["before_ms"] for x in rows]
+    by_around = [2 * x["target_ms"] / (x["before_ms"] + x["after_ms"]) for x in rows]
+    print(f"target, ms per process per CPU: {spread(target)}")
+    print(f"target / the batch before: {spread(by_before)}; within 5% of its mean in "
+          f"{sum(abs(v / statistics.mean(by_before) - 1) <= 0.05 for v in by_before)} of "
+          f"{len(rows)}")
+    print(f"target / the mean of the batches around it: {spread(by_around)}; within 5% of its "
+          f"mean in {sum(abs(v / statistics.mean(by_around) - 1) <= 0.05 for v in by_around)} "
+          f"of {len(rows)}")
+    (HERE / "out").mkdir(exist_ok=True)
+    (HERE / "out" / "kernel_probe.json").write_text(json.dumps(
+        {"cpus": args.cpus, "batch": args.batch, "target": args.target, "runs": rows},
+        indent=2))
+    return 0
+
+
 def main() -> int:
     from schedlab import osrun
 
@@ -39,14 +95,16 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--batch", type=int, default=50)
+    ap.add_argument("--target", type=int,
+                    help="probe each run of this many processes with a batch before and after")
     args = ap.parse_args()
+    if args.target:
+        return probe_and_target(args)
     if not REFLOOP.exists():
         sys.exit(f"{REFLOOP} is missing: make -C bench setup builds it")
     rows = []
     for r in range(args.runs):
-        spec = {"batch": args.batch, "size": "det:0.01", "cpus": args.cpus, "seed": 1 + r,
-                "quiet_wait": 2_000, "policy": "rr", "enforce": "fifo",
-                "params": {"quantum": 10.0}}
+        spec = batch_spec(args.batch, args.cpus, 1 + r)
         before = user_probe()
         s = osrun.run(spec).summary
         row = {"run": r,
