@@ -73,6 +73,15 @@ def cases() -> list[tuple[str, str, dict]]:
                                     "turn_cost": 0.01, "idle_wake": 0.03}),
         ("psjf time limit", "psjf", {**OPEN, "jobs": None, "time": 5_000}),
         ("fcfs warm-up time", "fcfs", {**OPEN, "warmup_time": 500}),
+        # The fluid one-CPU loop's: a time limit inside a busy period, weighted classes,
+        # FB's regroupings with a quantum, a grid of arrivals that meets completions.
+        ("ps time limit", "ps", {**OPEN, "jobs": None, "time": 5_000}),
+        ("gps weighted classes", "gps", {**OPEN, "classes": [
+            {"name": "a", "fraction": 0.4, "weight": 3, "size": "exp:0.5"},
+            {"name": "b", "fraction": 0.6, "weight": 1, "size": "exp:1.5"}]}),
+        ("fb quantum", "fb", {**OPEN, "quantum": 0.25, "warmup_time": 500}),
+        ("ps grid", "ps", {**OPEN, "load": None, "arrival": "det:1", "size": "det:1",
+                           "allow_unstable": True}),
     ]
     return out
 

@@ -392,10 +392,10 @@ const PILOT_MAX: u64 = 2_000_000;
 fn run_with_warmup(cfg: &Config, warmup: u64) -> Result<Output, SpecError> {
     let mut e = Engine::new(cfg, warmup)?;
     e.start();
-    // The textbook queue's own loop, chosen once: the general one tests per event for what
-    // such a run never has.
+    // The textbook queue's own loops (discrete or fluid), chosen once: the general one tests
+    // per event for what such a run never has.
     if e.one_cpu() {
-        e.one_cpu_loop();
+        e.one_cpu_run();
     } else {
         e.main_loop();
     }

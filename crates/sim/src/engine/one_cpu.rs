@@ -1,15 +1,17 @@
-//! The event loop of the textbook queue: one CPU, one runqueue with a discrete policy, an
-//! open stream of one-burst jobs, no timers. It is chosen once, at the start of a run
-//! ([`Engine::one_cpu`]), and does what `step` and the machine's general dispatch and end of
-//! a run do for such a run, without their tests of what the run does not have (per-CPU
-//! runqueues, fluid service, threads, I/O, boosts, balancers, holds, a schedule): the same
+//! The event loops of the textbook queue: one CPU, one runqueue, an open stream of one-burst
+//! jobs, no timers; one loop for a discrete policy (turns on the CPU), one for a fluid one (PS,
+//! GPS, FB: every job served at once). They are chosen once, at the start of a run
+//! ([`Engine::one_cpu`]), and do what `step` and the machine's general dispatch, end of a run
+//! and fluid service do for such a run, without their tests of what the run does not have
+//! (per-CPU runqueues, threads, I/O, boosts, balancers, holds, a schedule, shares): the same
 //! operations in the same order, so the same bits (`bench/bits.py`, the determinism tests).
 //! Jobs are made, measured and retired by the same code as in the general loop
-//! (`admit_arrivals`, `job_done`), and the run ends through the same `finish`.
+//! (`admit_arrivals`, `job_done`; a fluid's `fluid_enqueue`, `fluid_done`), and the run ends
+//! through the same `finish`.
 //!
 //! A key that the general loop reads while the run goes must be handled here too, or be
 //! listed in `one_cpu` as one that sends a run to the general loop; the tests below run every
-//! discrete policy and the costs this loop handles through both loops and compare the bits.
+//! policy and the costs this loop handles through both loops and compare the bits.
 
 use schedlab_policy::{Enqueue, JobId};
 
@@ -24,7 +26,6 @@ impl Engine<'_> {
         m.cpus == 1
             && m.runqueues == Runqueues::Global
             && matches!(cfg.workload, Workload::Open { .. })
-            && !self.fluid
             && !self.threads
             && !self.bounded
             && !self.scaled
@@ -37,7 +38,54 @@ impl Engine<'_> {
             && cfg.classes.iter().all(|c| c.bursts == 1 && !c.final_io)
     }
 
-    pub(super) fn one_cpu_loop(&mut self) {
+    /// Runs this run (one that `one_cpu` serves) through the loop of its kind of policy.
+    pub(super) fn one_cpu_run(&mut self) {
+        if self.fluid {
+            self.one_cpu_fluid_loop();
+        } else {
+            self.one_cpu_loop();
+        }
+    }
+
+    /// A fluid policy on the one CPU: the next event is an arrival or the fluid's own (a
+    /// completion or a regrouping); the fluid is served up to it first, as `advance_to` does.
+    fn one_cpu_fluid_loop(&mut self) {
+        let stop = self.cfg.stop().unwrap_or(f64::INFINITY);
+        loop {
+            let t = earliest(self.next_open, self.fluid_next.min());
+            if t == f64::INFINITY || t > stop {
+                if stop.is_finite() {
+                    self.advance_fluid(stop);
+                    self.now = stop;
+                }
+                return;
+            }
+            self.advance_fluid(t);
+            self.now = t;
+            while self.fluid_next.min() <= t {
+                self.acct.events += 1;
+                self.fluid_done(0);
+            }
+            if self.next_open <= t {
+                self.admit_arrivals();
+                let mut ready = std::mem::take(&mut self.ready);
+                // `make_ready` and `enqueue` for an open arrival on the one runqueue (its
+                // entitlement is read only for shares, which this loop's runs do not keep).
+                for &id in &ready {
+                    let w = self.jobs[id.index()].view.weight;
+                    self.set_runnable(0, 1, w);
+                    let j = &mut self.jobs[id.index()];
+                    j.rq = 0;
+                    j.ready_since = t;
+                    self.fluid_enqueue(0, id);
+                }
+                ready.clear();
+                self.ready = ready;
+            }
+        }
+    }
+
+    fn one_cpu_loop(&mut self) {
         let stop = self.cfg.stop().unwrap_or(f64::INFINITY);
         let may_preempt = self.rqs[0].may_preempt;
         // When the run on the CPU ends (infinite while it is idle).
@@ -208,7 +256,7 @@ mod tests {
         e.start();
         if one_cpu {
             assert!(e.one_cpu(), "{spec:?} is not a one-CPU run");
-            e.one_cpu_loop();
+            e.one_cpu_run();
         } else {
             e.main_loop();
         }
@@ -241,21 +289,18 @@ mod tests {
     }
 
     #[test]
-    fn every_discrete_policy_gives_the_same_bits_in_both_loops() {
-        let mut served = 0;
+    fn every_policy_gives_the_same_bits_in_both_loops() {
+        let mut fluid = 0;
         for info in POLICIES {
             let spec = open(info.name);
-            let cfg = spec.validate().unwrap();
-            if !Engine::new(&cfg, 0).unwrap().one_cpu() {
-                continue; // fluid: served by the general loop alone
-            }
-            served += 1;
             let (general, one) = (run(&spec, false), run(&spec, true));
             assert_eq!(text(&general), text(&one), "{}", info.name);
             assert!(one.summary.jobs > 4_000, "{}", info.name);
+            let cfg = spec.validate().unwrap();
+            fluid += usize::from(Engine::new(&cfg, 0).unwrap().fluid);
         }
-        // Every policy but PS, GPS and FB (fluid).
-        assert_eq!(served, POLICIES.len() - 3);
+        // PS, GPS and FB through the fluid loop, the others through the discrete one.
+        assert_eq!(fluid, 3);
     }
 
     #[test]
@@ -405,6 +450,73 @@ mod tests {
                 context_switch: cost(&mut rng),
                 turn_cost: cost(&mut rng),
                 idle_wake: cost(&mut rng),
+                seed: Some(case),
+                keep_jobs: Some(true),
+                ..Default::default()
+            };
+            let (general, one) = (run(&spec, false), run(&spec, true));
+            assert_eq!(text(&general), text(&one), "case {case}: {spec:?}");
+            assert!(one.summary.jobs > 100, "case {case}: {spec:?}");
+        }
+    }
+
+    /// The fluid loop's runs drawn at random: PS, GPS and FB (with its quantum), the same
+    /// sizes, Poisson or grid arrivals (a grid meets completions and FB's regroupings), one or two classes
+    /// of different weights, a job count or a time limit, a warm-up by jobs or by time, and
+    /// costs the fluid ignores in both loops.
+    #[test]
+    fn random_fluid_runs_give_the_same_bits_in_both_loops() {
+        use rand::{Rng, SeedableRng};
+        use schedlab_policy::{ParamValue, Params};
+
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(11);
+        let sizes = [
+            "exp:1",
+            "det:1",
+            "det:0.75",
+            "hyperexp:1,3",
+            "bpareto:1.5,0.1,100",
+        ];
+        // Grids at a load of 1 at most (an overloaded FB completes almost nothing in its time
+        // limit); with sizes det:1, every arrival on the grid of 1 meets a completion.
+        let arrivals = [None, Some("det:1"), Some("det:1.25")];
+        for case in 0..150 {
+            let policy = ["ps", "gps", "fb"][rng.random_range(0..3)];
+            let size = sizes[rng.random_range(0..sizes.len())];
+            let arrival = arrivals[rng.random_range(0..arrivals.len())];
+            let class = |fraction: f64, weight: f64| ClassSpec {
+                fraction: Some(fraction),
+                size: Some(size.into()),
+                weight: Some(weight),
+                ..Default::default()
+            };
+            let classes = if rng.random_bool(0.5) {
+                vec![class(1.0, 1.0)]
+            } else {
+                vec![class(0.6, 3.0), class(0.4, 1.0)]
+            };
+            let mut params = Params::default();
+            if policy == "fb" {
+                let q = [0.1, 0.25, 0.5, 2.0][rng.random_range(0..4)];
+                params.0.insert("quantum".into(), ParamValue::Num(q));
+            }
+            let limited = rng.random_bool(0.2);
+            let by_time = rng.random_bool(0.3);
+            let spec = SimSpec {
+                policy: Some(policy.into()),
+                params: Some(params),
+                load: arrival
+                    .is_none()
+                    .then(|| [0.3, 0.8, 0.97][rng.random_range(0..3)]),
+                arrival: arrival.map(String::from),
+                allow_unstable: Some(true),
+                jobs: (!limited).then_some(3_000),
+                time: limited.then_some(2_000.0),
+                drain: limited.then(|| rng.random_bool(0.5)),
+                classes: Some(classes),
+                warmup: Some(WarmupSpec::Jobs(if by_time { 0 } else { 100 })),
+                warmup_time: by_time.then_some(100.0),
+                context_switch: rng.random_bool(0.3).then_some(0.01),
                 seed: Some(case),
                 keep_jobs: Some(true),
                 ..Default::default()
