@@ -69,15 +69,10 @@ impl Engine<'_> {
             if self.next_open <= t {
                 self.admit_arrivals();
                 let mut ready = std::mem::take(&mut self.ready);
-                // `make_ready` and `enqueue` for an open arrival on the one runqueue (its
-                // entitlement is read only for shares, which this loop's runs do not keep).
+                // `make_ready` for an open arrival on the one runqueue, less its entitlement
+                // (read only for shares, which this loop's runs do not keep).
                 for &id in &ready {
-                    let w = self.jobs[id.index()].view.weight;
-                    self.set_runnable(0, 1, w);
-                    let j = &mut self.jobs[id.index()];
-                    j.rq = 0;
-                    j.ready_since = t;
-                    self.fluid_enqueue(0, id);
+                    self.enqueue(0, id, Enqueue::Arrival);
                 }
                 ready.clear();
                 self.ready = ready;
