@@ -152,10 +152,16 @@ def test_the_command_line_starts_without_pandas_scipy_or_matplotlib():
              "import schedlab\n"
              f"r = schedlab.simulate(load=0.5, jobs=1000, classes={classes})\n"
              "print(json.dumps({'pandas': pandas, 'text': buf.getvalue(), 'api': [[c['class'], "
-             "int(c['jobs']), f\"{c['response_mean']:.4g}\"] for _, c in r.classes.iterrows()]}))")
+             "str(int(c['jobs'])), f\"{c['response_mean']:.4g}\", "
+             "'[%.4g, %.4g]' % tuple(c['response_mean_ci']) + "
+             "('' if c['ci_uncorrelated'] else '\u2020')] for _, c in r.classes.iterrows()]}))")
     out = json.loads(_fresh_python(probe))
     assert out["pandas"] is False
-    rows = [[cell.strip() for cell in line.split("│")[1:4]] for line in out["text"].splitlines()
-            if line.startswith(("│ a ", "│ b "))]
-    assert rows == [[name, str(jobs), mean] for name, jobs, mean in out["api"]], out["text"]
-    assert "by class" in out["text"] and "response mean" in out["text"]
+    shown, name = {}, None
+    for line in out["text"].split("by class", 1)[1].splitlines():
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        if len(cells) == 5:
+            name = cells[0] or name
+            shown[name, cells[1]] = cells[2:4]
+    got = [[n, shown[n, "jobs"][0], *shown[n, "response mean"]] for n in ("a", "b")]
+    assert got == out["api"], out["text"]

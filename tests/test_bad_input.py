@@ -44,6 +44,8 @@ BAD = [
     (["sim", "--runqueues", "sideways"], "runqueues"),
     (["sim", "--balancer", "magic", "--runqueues", "per-cpu", "--cpus", "2"], "balancer"),
     (["sim", "--timeslice", "-4"], "timeslice"),
+    # A timeslice replaces a turn: FCFS or SRPT with one would be round robin by another name.
+    (["sim", "--policy", "srpt", "--timeslice", "5"], "timeslice"),
     (["sim", "--context-switch", "-0.1"], "context_switch"),
     (["sim", "--load", "0.5", "--precision", "2"], "precision"),
     (["sim", "--warmup", "-3"], "warmup"),
@@ -93,6 +95,10 @@ BAD = [
     (["load", "--url", "ftp://127.0.0.1/", "--duration", "1"], "url"),
     (["load", "--url", "http://127.0.0.1:9/", "--duration", "-1"], "duration"),
     (["load", "--url", "http://127.0.0.1:9/", "--time", "0ms"], "time"),
+    # A value that starts with "-" reaches its own check (argparse took "-1s" for an option:
+    # "expected one argument").
+    (["load", "--url", "http://127.0.0.1:9/", "--time", "-1s"], "'-1s': expected a time > 0"),
+    (["sim", "--size", "-x", "--jobs", "5"], "size = -x: expected name:params"),
     (["load", "--url", "http://127.0.0.1:9/", "--time", "5", "--duration", "5"], "duration"),
     (["load", "--url", "http://127.0.0.1:9/", "--clients", "1", "--out", "/proc/x/r.csv"],
      "out"),
@@ -512,7 +518,8 @@ def test_an_experiment_refused_by_the_simulator_leaves_no_directory(tmp_path):
     head = '[experiment]\nname = "e"\n[workload]\nload = 0.5\njobs = 100\n'
     for machine, policy, key in (("timeslice = 5", "ps", "machine.timeslice"),
                                  ("cpus = 2", "gps", "machine.cpus"),
-                                 ("end_cost = 0.1", "fb", "machine.end_cost")):
+                                 ("end_cost = 0.1", "fb", "machine.end_cost"),
+                                 ("timeslice = 5", "fcfs", "machine.timeslice")):
         (tmp_path / "e.toml").write_text(f'{head}[machine]\n{machine}\n'
                                          f'[[policy]]\nname = "{policy}"\n')
         _refused(["run", "e.toml", "--out", "out"], tmp_path, key)

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -120,6 +121,55 @@ def test_jobs_out_has_the_schema(tmp_path, suffix):
     assert len(df) == 500
     assert ((df.response - (df.completion - df.arrival)).abs() < 1e-9).all()
     assert ((df["slowdown"] - df["response"] / df["size"]).abs() < 1e-9).all()
+
+
+def test_every_output_of_the_command_line_is_a_keyword_in_python(tmp_path):
+    # `--jobs-out FILE` and the others are `jobs_out=FILE` in Python (they were refused as
+    # unknown keys there): for one run, for replications and for a comparison, each file
+    # the API writes is the command's, byte for byte.
+    import argparse
+
+    import schedlab as schedlab_api
+    from schedlab.cli import make_parser
+
+    sub = next(a for a in make_parser()._actions if isinstance(a, argparse._SubParsersAction))
+
+    def outputs(command: str) -> list[str]:
+        return [a.dest for a in sub.choices[command]._actions if a.dest.endswith("_out")]
+
+    names = outputs("sim")
+    assert set(names) == {"jobs_out", "schedule_out", "tasks_out", "loads_out",
+                          "load_series_out", "trace_out"}
+    # A closed workload: an open one has no task table.
+    base = {"clients": "5", "think": "exp:1", "jobs": "300", "cpus": "2",
+            "runqueues": "per-cpu", "balancer": "linux", "load_sample": "5"}
+    for policy, extra in (("rr", []), ("rr", ["--replications", "2"]), ("fcfs,srpt", [])):
+        many = "," in policy or extra
+        wanted = [n for n in names if not (many and n == "trace_out")]
+        cli_dir, api_dir = tmp_path / f"cli{len(extra)}{many}", tmp_path / f"api{len(extra)}{many}"
+        cli_dir.mkdir()
+        api_dir.mkdir()
+
+        def path(d: Path, n: str) -> str:
+            return str(d / (f"{n}.json" if n == "trace_out" else f"{n}.csv"))
+
+        flags = [x for k, v in base.items() for x in (f"--{k.replace('_', '-')}", v)]
+        files = [x for n in wanted for x in (f"--{n.replace('_', '-')}", path(cli_dir, n))]
+        out = schedlab("sim", "--policy", policy, *flags, *extra, *files)
+        assert out.returncode == 0, out.stderr
+        reps = {"replications": 2} if extra else {}
+        schedlab_api.simulate(policy, clients=5, think="exp:1", jobs=300, cpus=2,
+                              runqueues="per-cpu", balancer="linux", load_sample=5, **reps,
+                              **{n: path(api_dir, n) for n in wanted})
+        for n in wanted:
+            cli_bytes = Path(path(cli_dir, n)).read_bytes()
+            assert len(cli_bytes) > 100 and cli_bytes == Path(path(api_dir, n)).read_bytes(), n
+    # schedlab os writes the jobs and the tasks, and so does schedlab.os (checked before any
+    # process starts: a name without .csv or .parquet is refused).
+    assert outputs("os") == ["jobs_out", "tasks_out", "trace_out"]
+    for n in ("jobs_out", "tasks_out"):
+        with pytest.raises(ValueError, match=f"^{n} = x.txt: expected a file name ending in"):
+            schedlab_api.os(clients=1, size="det:1", jobs=1, **{n: "x.txt"})
 
 
 def test_table_output_is_readable():
@@ -261,6 +311,15 @@ def test_allow_unstable_runs_with_a_time_limit():
     assert out.returncode == 0, out.stderr
     s = json.loads(out.stdout)
     assert s["utilization"] > 0.95 and s["unfinished"] > 0
+    # Its table says the intervals describe the run, not a steady state; at 0.9 nothing is
+    # said, and replications say it once.
+    for load, extra, count in (("1.2", [], 1), ("0.9", [], 0), ("1.2", ["--replications",
+                                                                       "2"], 1)):
+        text = schedlab("sim", "--load", load, "--time", "1000", "--allow-unstable", *extra)
+        assert text.returncode == 0, text.stderr
+        assert " ".join(text.stdout.split()).count(
+            f"WARNING: an offered load of {load} per CPU (allow_unstable) has no steady "
+            "state") == count, text.stdout
 
 
 def test_spec_file_gives_the_same_run_as_flags(tmp_path):

@@ -443,6 +443,10 @@ BAD = [
      '[report]\nx = "workload.nope"\n', "report.x = workload.nope: expected a key of [sweep]"),
     ('[workload]\njobs = 10\n[[policy]]\nname = "fcfs"\n[sweep]\n"workload.load" = [0.5, 0.6]\n'
      '[report]\npoint = 2\n', "report.point = 2: expected a sweep point from 0 to 1"),
+    # [quick] has sections of its own: [quick.policy] is not one, and [policy] is no answer.
+    ('[workload]\njobs = 10\n[[policy]]\nname = "fcfs"\n[quick.policy]\nname = "rr"\n',
+     'quick.policy = {"name": "rr"}: expected a section of [quick] among [quick.experiment], '
+     '[quick.workload], [quick.machine], [quick.sweep], [quick.report], [quick.worlds]'),
     # A simulator refusal of the machine (a fluid policy's) is found with the file.
     ('[workload]\njobs = 10\nload = 0.5\n[machine]\ntimeslice = 5\n[[policy]]\nname = "ps"\n',
      "machine.timeslice = 5: expected a policy that runs jobs in turns"),
@@ -812,6 +816,10 @@ def test_an_experiments_time_unit_labels_its_tables_and_is_refused_for_real_worl
                         out=tmp_path / "ms").time_unit == "ms"
     with pytest.raises(schedlab.SpecError, match="experiment.unit = tick"):
         ex.load({**base, "experiment": {"name": "x", "unit": "tick", "world": ["sim", "os"]}})
+    # A unit of time: "parsec" would print "mean (parsec)" on every table and plot.
+    with pytest.raises(schedlab.SpecError, match=r"^experiment.unit = parsec: expected 'ms', "
+                                                 r"'s', 'us', 'ns', 'min' or 'tick'$"):
+        ex.load({**base, "experiment": {"name": "x", "unit": "parsec"}})
     from schedlab.vocabulary import in_time_unit
 
     assert [in_time_unit(u, "tick") for u in ("ms", "jobs/ms", "ratio")] == \

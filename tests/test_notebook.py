@@ -202,11 +202,25 @@ def test_result_html_has_units_intervals_and_escapes(classy_trace):
     assert shown["throughput"][2] == interval(s["throughput_ci"]) + "†"
     assert shown["response std"][2] == ""
     assert shown["throughput"][1] == f"{s['throughput']:.4g}"
-    # The class table: escaped markup, units in the header.
+    # The class table: escaped markup; per class its jobs, then each metric with its
+    # interval (marked: 10 and 30 jobs are too few for either class) and its unit.
     assert "&lt;b&gt;" in text and "<b>" not in text
-    assert classes[0][:3] == ["class", "jobs", "response mean (ms)"]
-    assert [row[0] for row in classes[1:]] == ["<b>", "small"]
-    assert [row[1] for row in classes[1:]] == ["10", "30"]
+    assert classes[0] == ["class", "metric", "value", "95% interval", "unit"]
+    firsts = [row for row in classes[1:] if row[0]]
+    assert firsts == [["<b>", "jobs", "10", "", "count"], ["small", "jobs", "30", "", "count"]]
+    assert len(classes) == 1 + 2 * 5
+    for c, (_, record) in enumerate(r.classes.iterrows()):
+        assert record["ci_uncorrelated"] == False  # noqa: E712 (a numpy bool)
+        rows = {row[1]: row for row in classes[2 + 5 * c: 1 + 5 * (c + 1)]}
+        assert list(rows) == ["response mean", "response p99", "wait mean", "slowdown mean"]
+        for key, label in (("response_mean", "response mean"), ("wait_mean", "wait mean"),
+                           ("response_p99", "response p99"),
+                           ("slowdown_mean", "slowdown mean")):
+            ci = record[f"{key}_ci"]
+            has = all(math.isfinite(x) for x in ci)
+            assert rows[label][2:] == [f"{record[key]:.4g}", interval(ci) + "†" if has else "",
+                                       units[label]], (c, label)
+        assert rows["response mean"][3] != ""
     assert t.paragraphs == [f"Result fcfs: 40 jobs on 1 CPU, seed 1 (sim); 95% intervals from "
                             f"{s['ci_batches']} batch means, not shown uncorrelated (†: too "
                             "few jobs to trust them)"]

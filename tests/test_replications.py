@@ -179,9 +179,18 @@ def test_the_class_table_of_replications_and_of_one_run_in_json(tmp_path, table)
         assert c["jobs"] == sum(int(r["jobs"]) for r in rows)
         assert c["response_mean"] == pytest.approx(np.mean([r["response_mean"] for r in rows]),
                                                    rel=1e-12)
+        # Each number a run gives an interval for has Student's t across the three runs
+        # (t = 4.303 at 2 degrees of freedom), cut at 0; one run's flag is not carried.
+        for key in ("response_mean", "response_p99", "wait_mean", "slowdown_mean"):
+            values = [r[key] for r in rows]
+            half = 4.302653 * np.std(values, ddof=1) / np.sqrt(3)
+            assert c[f"{key}_ci"] == pytest.approx([max(0.0, np.mean(values) - half),
+                                                   np.mean(values) + half], rel=1e-5), key
+        assert "ci_uncorrelated" not in c
     assert sum(c["jobs"] for c in got) == 3 * 3000
     text = cli("--replications", "3").stdout
     assert "small" in text and "big" in text and "averaged over the replications" in text
+    assert "Student t interval across them" in text
     one = json.loads(cli("--json").stdout)
     alone = schedlab.simulate(policy="fcfs", load=0.7, size="exp:1", jobs=3000, seed=5,
                               classes=[{"name": "small", "fraction": 0.7, "size": "exp:0.5"},

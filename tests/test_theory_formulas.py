@@ -445,7 +445,11 @@ def test_a_closed_interactive_system_on_k_cpus_against_its_markov_chain():
     assert "arrival" not in out
     for kwargs, text in ((dict(clients=0),
                           "clients = 0: expected a whole number from 1 to 10000000"),
-                         (dict(think="exp:1"), 'think = "exp:1": expected think beside clients'),
+                         (dict(think="exp:1"), 'think = "exp:1": expected clients as well'),
+                         # A load beside think but no clients: the clients are what is missing.
+                         (dict(think="exp:1", load=0.5),
+                          'think = "exp:1": expected clients as well (think time is for '
+                          'closed workloads)'),
                          (dict(clients=3, load=0.5), "load = 0.5: expected nothing beside "
                           "clients")):
         with pytest.raises(SpecError, match=re.escape(text)):

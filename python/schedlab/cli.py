@@ -10,7 +10,6 @@ Exit codes: 0 done, 1 a run or a sweep failed, 2 a bad flag or key (one line nam
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -24,12 +23,12 @@ from schedlab.clikit import (
     flag_params,
     spec_from_args,
 )
+from schedlab.files import TABLE_OUTPUTS, check_outputs, not_empty
 from schedlab.summary_rows import replication_warnings, run_notes
 from schedlab.vocabulary import (
     KEYS,
     flat_spec,
     policy_catalog,
-    quoted,
     replication_count,
     several_policies,
     spec_error,
@@ -67,49 +66,10 @@ def summary_table(title: str, s: dict[str, Any]) -> Any:
 TRACE_HELP = ("write the schedule as a Chrome/Perfetto trace: open it in ui.perfetto.dev "
               "(a track per CPU, preemptions and migrations as events; docs/trace.md)")
 
-# Tables a run can write, by the Result attribute that holds them.
-TABLE_OUTPUTS = {
-    "jobs": "the per-job table",
-    "schedule": "every run segment (cpu, job, task, start, end)",
-    "tasks": "the per-task table (response, migrations, CPU share against entitlement)",
-    "loads": "the load distribution (runnable jobs per runqueue: time and completion shares)",
-    "load_series": "the runnable jobs of each runqueue over time (needs --load-sample)",
-}
-
-
 def native_keys(world: Any) -> list[str]:
     """A world's native keys, in the vocabulary's order."""
     direct = getattr(world, "DIRECT_KEYS", world.NATIVE_KEYS)
     return [k for k in KEYS if k in direct]
-
-
-def _check_distinct_outputs(outputs: dict[str, str | None], *more: str | None) -> None:
-    """Two outputs to one file: the second would overwrite the first."""
-    seen: dict[str, str] = {}
-    named = [(f"{k}_out", v) for k, v in outputs.items()] + [("trace_out", m) for m in more]
-    for key, path in named:
-        if not path:
-            continue
-        real = os.path.realpath(path)
-        if real in seen:
-            raise spec_error(key, path, f"a file of its own ({seen[real]} writes it too)")
-        seen[real] = key
-
-
-def _not_empty(key: str, path: str | None) -> None:
-    """An option given an empty path: refused, not taken for "not given" (which wrote nothing
-    and said nothing)."""
-    if path is not None and not path.strip():
-        raise spec_error(key, quoted(path), "a file's path")
-
-
-def _check_outputs(paths: dict[str, str | None]) -> None:
-    from schedlab.files import check_writable
-
-    for key, path in paths.items():
-        _not_empty(key, path)
-        if path:
-            check_writable(key, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,14 +89,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     spec = spec_from_args(args, native_keys(sim_world))
     outputs = {key: getattr(args, f"{key}_out") for key in TABLE_OUTPUTS}
-    _check_outputs({f"{k}_out": v for k, v in outputs.items()})
     _check_trace_out(args.trace_out)
+    check_outputs(outputs, args.trace_out, spec.get("load_sample"))
     replications = replication_count(args.replications)
     workers = None if args.workers is None else replication_count(args.workers, "workers")
-    _check_distinct_outputs(outputs, args.trace_out)
-    if outputs["load_series"] and spec.get("load_sample") is None:
-        raise spec_error("load_series_out", outputs["load_series"], "--load-sample MS too "
-                         "(the series is the runqueues sampled every MS ms)")
     # Several policies, not one whose list value has commas (`mlfq:quanta=1,2,4`).
     if several_policies(spec.get("policy")):
         if args.trace_out:
@@ -162,7 +118,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         else:
             _print_sim_summary(_sim_title(s), s, translated + run_notes(s, spec), classes)
         return 0
-    from schedlab.results import write_table
+    from schedlab.results import write_outputs
 
     # A trace names each job's class from the per-job table, as simulate(trace_out=) has it.
     spec["keep_jobs"] = bool(outputs["jobs"] or args.trace_out)
@@ -172,9 +128,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         return _sim_replications(args, spec, outputs, replications, workers,
                                  tuple(translated))
     result = sim_world.run(spec)
-    for key, path in outputs.items():
-        if path:
-            write_table(getattr(result, key), path)
+    write_outputs(result.table, outputs)
     _write_trace(result, args.trace_out)
     if args.json:
         print(dumps(_with_classes(with_units(result.summary),
@@ -214,12 +168,10 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
         s = across_replications(runs, int(spec.get("seed", sim_world.DEFAULT_SEED)), seeds,
                                 estimates=ESTIMATES)
     else:
-        from schedlab.results import write_table
+        from schedlab.results import write_outputs
 
         rep = sim_world.run_replications(spec, replications, workers)
-        for key, path in outputs.items():
-            if path:
-                write_table(rep.table(key), path)
+        write_outputs(rep.table, outputs)
         _write_trace(rep, args.trace_out)
         runs, seeds, s = [r.summary for r in rep.runs], rep.seeds, rep.summary
         run_classes = [r.classes.to_dict("records") for r in rep.runs]
@@ -234,7 +186,7 @@ def _sim_replications(args: argparse.Namespace, spec: dict[str, Any],
     notes += [*translated, *replication_warnings(runs, spec)]
     if len(classes) > 1:
         notes.append("by class: counts added up, every other number averaged over the "
-                     "replications (no interval)")
+                     "replications, with its Student t interval across them")
     _print_sim_summary(f"{s['policy']}: {replications} replications on {s['cpus']} CPU(s), "
                        f"seed {s['seed']}", s, notes, classes)
     return 0
@@ -245,23 +197,18 @@ def _sim_compare(args: argparse.Namespace, spec: dict[str, Any],
                  workers: int | None) -> int:
     """`schedlab sim --policy fcfs,srpt,rr:quantum=5`: the policies on one workload and seeds,
     one table with intervals and theory (`schedlab.compare`)."""
-    import pandas as pd
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
     from schedlab.compare import compare
     from schedlab.jsonio import dumps
-    from schedlab.results import write_table
+    from schedlab.results import write_outputs
     from schedlab.summary_rows import ONE_SHOT_TEXT
 
     text = spec.pop("policy")
     c = compare(text, replications=replications, workers=workers, **spec)
-    for key, path in outputs.items():
-        if path:
-            parts = [(r.table(key) if replications > 1 else getattr(r, key)).assign(policy=name)
-                     for name, r in zip(c.labels, c.results, strict=True)]
-            write_table(pd.concat(parts, ignore_index=True), path)
+    write_outputs(c.runs_table, outputs)
     if args.json:
         print(dumps(c.to_json()))
         return 0
@@ -325,8 +272,9 @@ def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str],
     header, rows = class_rows(classes)
     if rows:
         by_class = Table(title="by class")
-        for i, name in enumerate(header):
-            by_class.add_column(name, justify="right" if i else "left")
+        for name in header:
+            by_class.add_column(name, justify="right" if name in ("value", "95% interval")
+                                else "left")
         for row in rows:
             by_class.add_row(*row)
         console.print(by_class)
@@ -342,13 +290,14 @@ def _print_sim_summary(title: str, s: dict[str, Any], notes: list[str],
 def cmd_os(args: argparse.Namespace) -> int:
     from schedlab import osrun
     from schedlab.jsonio import dumps
-    from schedlab.results import write_table
+    from schedlab.results import write_outputs
 
     if args.capabilities:
         print(dumps(osrun.capabilities(), indent=2))
         return 0
-    _check_outputs({"jobs_out": args.jobs_out, "tasks_out": args.tasks_out})
     _check_trace_out(args.trace_out)
+    outputs = {"jobs": args.jobs_out, "tasks": args.tasks_out}
+    check_outputs(outputs, args.trace_out)
     osrun.announce = None  # a terminal shows the wait for a quiet machine
     spec = spec_from_args(args, native_keys(os_world))
     # Several policies, not one whose list value has commas (`mlfq:quanta=1,2,4`).
@@ -366,10 +315,7 @@ def cmd_os(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("schedlab: interrupted; every worker was killed and reaped", file=sys.stderr)
         return 4
-    if args.jobs_out:
-        write_table(result.jobs, args.jobs_out)
-    if args.tasks_out:
-        write_table(result.tasks, args.tasks_out)
+    write_outputs(result.table, outputs)
     _write_trace(result, args.trace_out)
     if args.json:
         print(dumps(with_units(result.summary)))
@@ -379,7 +325,7 @@ def cmd_os(args: argparse.Namespace) -> int:
 
 
 def _check_trace_out(path: str | None) -> None:
-    _not_empty("trace_out", path)
+    not_empty("trace_out", path)
     if path:
         from schedlab.trace import check_trace_out
 
@@ -633,7 +579,8 @@ def make_parser() -> argparse.ArgumentParser:
                    help="threads for --replications; default every core (same results)")
     for key, what in TABLE_OUTPUTS.items():
         p.add_argument(f"--{key.replace('_', '-')}-out", metavar="FILE",
-                       help=f"write {what} (.csv or .parquet)")
+                       help=f"write {what} (.csv or .parquet; missing "
+                       "directories are made)")
     p.add_argument("--trace-out", metavar="FILE.json", help=TRACE_HELP)
     p.set_defaults(func=cmd_sim)
 
@@ -651,15 +598,20 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("theory", help="closed-form mean response time, and quantiles of its "
                        "distribution")
-    p.add_argument("--policy", default="fcfs")
-    p.add_argument("--arrival", help="exp:MEAN (Poisson arrivals)")
-    p.add_argument("--load", type=float, help="utilisation instead of --arrival")
+    p.add_argument("--policy", default="fcfs", help="scheduling policy (see `schedlab "
+                   "policies`); default fcfs")
+    p.add_argument("--arrival", metavar="DIST", help="inter-arrival time distribution (ms): "
+                   "exp:MEAN, Poisson arrivals (the closed forms' M/G/k)")
+    p.add_argument("--load", type=float, help="utilisation per CPU instead of --arrival "
+                   "(Poisson arrivals at that load)")
     p.add_argument("--clients", type=int, help="a closed system instead: N clients that each "
                    "think, then submit one job and wait for it")
-    p.add_argument("--think", help="the clients' think time between jobs (a distribution; "
-                   "default det:0)")
-    p.add_argument("--size", default="exp:1")
-    p.add_argument("--cpus", type=int, default=1)
+    p.add_argument("--think", metavar="DIST", help="the clients' think time between jobs (a "
+                   "distribution, ms; default det:0)")
+    p.add_argument("--size", default="exp:1", metavar="DIST", help="job size distribution, "
+                   "in ms of service; default exp:1")
+    p.add_argument("--cpus", type=int, default=1, help="identical CPUs sharing one queue; "
+                   "default 1")
     p.add_argument("--quantile", action="append", metavar="P",
                    help="also print the P-quantile of the response time, 0 < P < 1 "
                    "(repeatable, or a comma list: 0.5,0.99)")
@@ -670,12 +622,17 @@ def make_parser() -> argparse.ArgumentParser:
                            "sharing; lcfs: --preemptive)")
     p.set_defaults(func=cmd_theory)
     p = sub.add_parser("policies", help="list policies and their parameters")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the catalogue as JSON: each "
+                   "policy's aliases, summary and parameters (name, unit, allowed values, "
+                   "default)")
     p.set_defaults(func=cmd_policies)
     p = sub.add_parser("quickstart", help="FCFS, SJF, SRPT, PSJF, RR, PS at load 0.95, with theory")
-    p.add_argument("--jobs", type=int, default=2_000_000, help="jobs per replication")
-    p.add_argument("--replications", type=int, default=6)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=2_000_000, help="jobs per replication; "
+                   "default 2000000")
+    p.add_argument("--replications", type=int, default=6, help="independent runs of each "
+                   "policy, summarised with Student-t intervals across them; default 6")
+    p.add_argument("--seed", type=int, default=1, help="base seed (replication r seeded as "
+                   "in experiment files); default 1")
     p.set_defaults(func=cmd_quickstart)
 
     p = sub.add_parser("run", help="run an experiment file: every sweep point x policy x "
@@ -741,8 +698,41 @@ def _version() -> str:
         return "(not installed)"
 
 
+def _dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`--time -1s` as `--time=-1s`: argparse takes a value that starts with "-" and is not a
+    plain negative number for an option and refuses it ("expected one argument"), where the
+    value's own check names the key, the value and what is allowed."""
+    takes_value, options = set(), set()
+    parsers = [parser]
+    while parsers:
+        p = parsers.pop()
+        for action in p._actions:
+            options.update(action.option_strings)
+            if action.option_strings and action.nargs is None and action.const is None:
+                takes_value.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += list(action.choices.values())
+    out: list[str] = []
+    it = iter(argv)
+    for token in it:
+        if token == "--":
+            out += [token, *it]
+            break
+        out.append(token)
+        if token in takes_value:
+            value = next(it, None)
+            if value is None:
+                break
+            if value.startswith("-") and not value.startswith("--") and value not in options:
+                out[-1] = f"{token}={value}"
+            else:
+                out.append(value)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(_dash_values(parser, sys.argv[1:] if argv is None else argv))
     try:
         return args.func(args)
     except SpecError as e:

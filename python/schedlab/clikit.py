@@ -168,11 +168,17 @@ def add_key_flags(parser: argparse.ArgumentParser, keys: list[str],
                                help=_help(k.help) + "; several (repeated or comma-separated, "
                                "NAME:PARAM=VALUE for parameters) are compared on one workload")
         else:
-            # A number's unit, where its help does not say it (--timeslice: ms of service).
-            unit = unit_text(k.unit) if k.form in ("int", "float") else ""
-            said = not UNIT_SYMBOLS.get(k.unit) or unit in k.help
             group.add_argument(flag(name), type=_TYPES[k.form], metavar=k.form.upper(),
-                               help=_help(k.help if said else f"{k.help} ({unit})"))
+                               help=key_help(name))
+
+
+def key_help(name: str) -> str:
+    """A key's help as its flag shows it: the vocabulary's text with its unit, where the text
+    does not say it (--timeslice: ms of service; --size: a distribution of ms of service)."""
+    k = KEYS[name]
+    unit = unit_text(k.unit) if k.form in ("int", "float", "dist") else ""
+    said = not UNIT_SYMBOLS.get(k.unit) or unit in k.help
+    return _help(k.help if said else f"{k.help} ({unit})")
 
 
 def add_policy_param_flags(parser: argparse.ArgumentParser, title: str,

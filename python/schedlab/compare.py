@@ -24,6 +24,7 @@ from schedlab.vocabulary import (
     Params,
     find_policy,
     flat_spec,
+    param_defaults,
     spec_error,
 )
 from schedlab.worlds import sim
@@ -72,6 +73,16 @@ class Comparison:
     specs: list[dict[str, Any]]
     replications: int
     seed: int
+
+    def runs_table(self, name: str) -> Any:
+        """One of the runs' tables (`jobs`, `schedule`, ...) of every policy, one after the
+        other, with a `policy` column (its label) and, with replications, a `replication`
+        one: what `--jobs-out` and `jobs_out=` write."""
+        import pandas as pd
+
+        return pd.concat([r.table(name).assign(policy=label)
+                          for label, r in zip(self.labels, self.results, strict=True)],
+                         ignore_index=True)
 
     def result(self, policy_label: str) -> Result | Replications:
         return self.results[self.labels.index(policy_label)]
@@ -205,15 +216,20 @@ def compare(policy: Any, *, replications: int = 1, workers: int | None = None,
             owners = ", ".join(f"{n}:{key}={p[key]}" for n, p in takers)
             raise spec_error(key, value, f"a policy that takes it: {owners} gives its own "
                              f"(give {key} once per policy)")
-    labels, specs = [], []
+    labels, specs, runs = [], [], []
     for name, params in policies:
         own = {k: v for k, v in shared.items() if k in _param_names(name)}
         params = {**own, **params}
         text = label(name, params)
-        if text in labels:
+        # Compared once its defaults are filled in: `rr:quantum=10` is `rr`.
+        run = (name, {**param_defaults(name), **params})
+        if run in runs:
+            same = labels[runs.index(run)]
+            also = "" if same == text else f"; {text} is {same} once its defaults are filled in"
             raise spec_error("policy", text, "each policy once (the same name and parameters "
-                             "twice compare nothing)")
+                             f"twice compare nothing{also})")
         labels.append(text)
+        runs.append(run)
         specs.append(flat_spec(name, params=params, **kwargs))
     if replications > 1:
         results: list[Result | Replications] = sim.run_replications_many(

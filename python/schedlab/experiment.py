@@ -134,12 +134,12 @@ class ExperimentFields(Strict):
     job_rows: StrictInt = Field(100_000, ge=0, description="at most this many per-job rows "
                                 "stored per run, an even systematic sample in arrival order; "
                                 "0 = all")
-    unit: str = Field("ms", min_length=1, max_length=16, description="the unit of the file's "
-                      "times (sizes, think and arrival times, quanta, time) and so of every "
-                      "time in its tables and plots: ms, or in the simulator, whose times are "
-                      "plain numbers, another one (tick for xv6, s, us); give such a file every "
-                      "time explicitly (defaults such as RR's quantum of 10 are meant as ms). "
-                      "The server and os worlds measure ms")
+    unit: Literal["ms", "s", "us", "ns", "min", "tick"] = Field(
+        "ms", description="the unit of the file's times (sizes, think and arrival times, "
+        "quanta, time) and so of every time in its tables and plots: ms, or in the simulator, "
+        "whose times are plain numbers, another one (s, us, ns, min, or tick for xv6); give "
+        "such a file every time explicitly (defaults such as RR's quantum of 10 are meant as "
+        "ms). The server and os worlds measure ms")
 
 
 class PolicyEntry(BaseModel):
@@ -293,6 +293,10 @@ def _path(loc: tuple[Any, ...]) -> str:
 def _allowed_keys(loc: tuple[Any, ...]) -> str:
     keys = section_keys()
     names = [str(p) for p in loc if not isinstance(p, int)]
+    if names == ["quick"]:
+        # A table of [quick] itself: its own sections ([quick.policy] is not one of them).
+        return "a section of [quick] among " + ", ".join(f"[quick.{q}]"
+                                                         for q in section_keys()["quick"])
     if names and names[0] == "quick":
         names = names[1:]
     if names[:2] == ["sweep", "case"]:

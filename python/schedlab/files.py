@@ -9,10 +9,52 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from schedlab.vocabulary import spec_error
+from schedlab.vocabulary import quoted, spec_error
 
 TABLE_SUFFIXES = (".csv", ".parquet")
+
+# The tables a simulation writes when asked: `--jobs-out FILE` on the command line,
+# `jobs_out=FILE` in Python (`schedlab.simulate`; `schedlab.os` and `schedlab os` have jobs
+# and tasks), each one KEY_out.
+TABLE_OUTPUTS = {
+    "jobs": "the per-job table",
+    "schedule": "every run segment (cpu, job, task, start, end)",
+    "tasks": "the per-task table (response, migrations, CPU share against entitlement)",
+    "loads": "the load distribution (runnable jobs per runqueue: time and completion shares)",
+    "load_series": "the runnable jobs of each runqueue over time (needs --load-sample)",
+}
+
+
+def not_empty(key: str, path: Any) -> None:
+    """An output given an empty path: refused, not taken for "not given" (which wrote nothing
+    and said nothing)."""
+    if isinstance(path, str) and not path.strip():
+        raise spec_error(key, quoted(path), "a file's path")
+
+
+def check_outputs(outputs: dict[str, Any], trace_out: Any = None,
+                  load_sample: Any = None) -> None:
+    """Refuses, before any work, the tables of `outputs` ({table: path or None}) that could not
+    be written: an empty path, one `check_writable` refuses, two outputs to one file, the
+    trace's included (the second would overwrite the first), or the load series without
+    `load_sample`. The trace's own checks are `schedlab.trace.check_trace_out`'s."""
+    seen: dict[str, str] = {}
+    named = [(f"{k}_out", v) for k, v in outputs.items()] + [("trace_out", trace_out)]
+    for key, path in named:
+        not_empty(key, path)
+        if path is None:
+            continue
+        if key != "trace_out":
+            check_writable(key, path)
+        real = os.path.realpath(path)
+        if real in seen:
+            raise spec_error(key, path, f"a file of its own ({seen[real]} writes it too)")
+        seen[real] = key
+    if outputs.get("load_series") and load_sample is None:
+        raise spec_error("load_series_out", outputs["load_series"], "load_sample too (the "
+                         "series is the runqueues sampled every load_sample ms: --load-sample)")
 
 
 @contextlib.contextmanager

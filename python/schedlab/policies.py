@@ -44,6 +44,8 @@ def _written(value: Any) -> str:
     """A number as a user writes it (5, not 5.0), a list as the command line takes it."""
     if isinstance(value, list | tuple):
         return ",".join(_written(v) for v in value)
+    if isinstance(value, bool):  # as TOML and the command line write it
+        return "true" if value else "false"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

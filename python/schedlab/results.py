@@ -8,6 +8,7 @@ import html
 import math
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -52,7 +53,9 @@ SUMMARY_COLUMNS = ["client", "class", "arrival", "completion", "size", "wait", "
 TASK_COLUMNS = ["task", "class", "jobs", "response_mean", "migrations", "cpu", "service",
                 "share", "entitled", "share_ratio"]
 CLASS_COLUMNS = ["class", "jobs", "response_mean", "response_p50", "response_p95",
-                 "response_p99", "wait_mean", "slowdown_mean"]
+                 "response_p99", "wait_mean", "slowdown_mean", "response_mean_ci",
+                 "response_p50_ci", "response_p95_ci", "response_p99_ci", "wait_mean_ci",
+                 "slowdown_mean_ci", "ci_uncorrelated"]
 
 
 def summarize(jobs: pd.DataFrame, tasks: list[dict[str, Any]], class_names: list[str],
@@ -146,7 +149,7 @@ def summary_html(summary: dict[str, Any], line: str, classes: pd.DataFrame | Non
                         [list(r) for r in metric_rows(summary)], right={1, 2})]
     header, rows = class_rows(None if classes is None else classes.to_dict("records"))
     if rows:
-        parts.append(html_table(header, rows, caption="by class"))
+        parts.append(html_table(header, rows, right={2, 3}, caption="by class"))
     parts.append(f"<p>{html.escape(line)}</p>")
     parts += [f"<p><strong>{html.escape(w)}</strong></p>" for w in warnings or []]
     return "<div>" + "".join(parts) + "</div>"
@@ -220,6 +223,13 @@ class Result:
     # The os world's workers' moves between CPUs from the kernel's trace (`trace_migrations`):
     # time (ms), task, from_cpu, to_cpu, path, running, running_pid; None when not traced.
     migrations: pd.DataFrame | None = None
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One of the run's tables by name (`jobs`, `schedule`, ...), as `Replications.table`
+        gives the runs' together."""
+        if name not in TABLES:
+            raise spec_error("table", name, f"one of {', '.join(TABLES)}")
+        return getattr(self, name)
 
     @classmethod
     def from_core(cls, raw: dict[str, Any], spec: dict[str, Any]) -> Result:
@@ -355,6 +365,15 @@ class Replications:
         classes = pd.DataFrame(classes_across_replications(
             [r.classes.to_dict("records") for r in self.runs]))
         return summary_html(s, f"Replications {self._line(s)}", classes, self.notes)
+
+
+def write_outputs(table: Callable[[str], pd.DataFrame], outputs: dict[str, Any]) -> None:
+    """Writes each table of `outputs` ({name: path or None}, `schedlab.files.TABLE_OUTPUTS`)
+    that has a path, `table(name)` giving it: `Result.table`, `Replications.table`,
+    `Comparison.runs_table`."""
+    for name, path in outputs.items():
+        if path is not None:
+            write_table(table(name), path)
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> None:

@@ -967,10 +967,13 @@ def add_commands(sub: Any) -> None:
                    metavar="'name=N prefix=/P/ priority=P tickets=T'", help="a request class")
     p.add_argument("--max-connections", type=int, help="open connections at most; default 10000")
     p.add_argument("--header-timeout", type=float, help="ms to send a request head; default 10000")
-    p.add_argument("--idle-timeout", type=float, help="ms a keep-alive connection may idle")
+    p.add_argument("--idle-timeout", type=float, help="ms a keep-alive connection may idle; "
+                   "default 30000")
     p.add_argument("--send-timeout", type=float,
-                   help="ms a response may go without its client taking any of it")
-    p.add_argument("--drain-timeout", type=float, help="ms to finish in-flight requests at stop")
+                   help="ms a response may go without its client taking any of it; default "
+                   "30000")
+    p.add_argument("--drain-timeout", type=float, help="ms to finish in-flight requests at "
+                   "stop; default 30000")
     p.add_argument("--max-header", type=int, help="request head bytes at most; default 8192")
     p.add_argument("--server-log", "--log", dest="server_log", metavar="FILE",
                    help="CSV log, one row per request (--log is its former name)")
@@ -1009,9 +1012,11 @@ def add_commands(sub: Any) -> None:
                    "--time caps the run")
     p.add_argument("--seed", type=int, help="random seed; default 1")
     p.add_argument("--threads", type=int, help="generator threads; default 1")
-    p.add_argument("--connections", type=int, help="open loop: connections at most")
+    p.add_argument("--connections", type=int, help="open loop: connections at most; "
+                   "default 1000")
     p.add_argument("--timeout", type=float, help="ms before a request fails; default 30000")
-    p.add_argument("--miss", type=float, help="ms of lateness that makes a send missed")
+    p.add_argument("--miss", type=float, help="ms of lateness that makes a send "
+                   "missed; default 1")
     p.add_argument("--keep-alive", dest="keep_alive", action=argparse.BooleanOptionalAction,
                    default=None, help="clients reuse connections (the key keep_alive); "
                    "default yes")

@@ -105,8 +105,9 @@ def across_replications(summaries: Sequence[dict[str, Any]], seed: int, seeds: S
 def classes_across_replications(runs: Sequence[Sequence[dict[str, Any]]]
                                 ) -> list[dict[str, Any]]:
     """The per-class table of independent replications from each run's class records: per
-    class (in the order they first appear) the counts added up and every other number
-    averaged, as `across_replications` does for the summary."""
+    class (in the order they first appear) the counts added up, every other number averaged,
+    and a Student-t interval across the runs (cut at 0) for every number a run gives an
+    interval for, as `across_replications` does for the summary."""
     by_class: dict[Any, list[dict[str, Any]]] = {}
     for classes in runs:
         for row in classes:
@@ -119,6 +120,10 @@ def classes_across_replications(runs: Sequence[Sequence[dict[str, Any]]]
                 continue
             values = [r.get(key) for r in rows]
             record[key] = int(sum(values)) if key in ADDITIVE else float(np.mean(values))
+            if f"{key}_ci" in rows[0]:
+                iv = t_interval(values, floor=0.0)
+                record[key] = iv.mean
+                record[f"{key}_ci"] = [iv.low, iv.high]
         out.append(record)
     return out
 

@@ -83,6 +83,8 @@ def number_text(value: Any) -> str:
 def interval_of(summary: dict[str, Any], key: str) -> tuple[float, float] | None:
     """The 95% interval `KEY_ci` of a summary, or None where it has none (or a NaN one)."""
     ci = summary.get(f"{key}_ci")
+    if hasattr(ci, "tolist"):  # a table's column read back (parquet gives arrays)
+        ci = ci.tolist()
     if isinstance(ci, list | tuple) and len(ci) == 2 and all(map(finite_number, ci)):
         return float(ci[0]), float(ci[1])
     return None
@@ -140,14 +142,23 @@ def html_table(header: list[str], rows: list[list[str]], right: set[int] | None 
 
 
 def class_rows(classes: list[dict[str, Any]] | None) -> tuple[list[str], list[list[str]]]:
-    """The header and rows of a per-class table (CLASS_ROWS, with units) from its records (one
-    dict per class, as the core returns them); none for a run of one class."""
+    """The header and rows of a per-class table from its records (one dict per class, as the
+    core returns them): per class its jobs, then each of CLASS_ROWS with its 95% interval
+    (marked as `metric_rows` marks the summary's) and unit; none for a run of one class."""
     if not classes or len(classes) < 2 or "class" not in classes[0]:
         return [], []
     keys = [k for k in CLASS_ROWS if k in classes[0]]
-    header = ["class", "jobs"] + [f"{LABELS[k]} ({UNITS[k]})" for k in keys]
-    rows = [[str(r["class"]), number_text(r["jobs"])] + [number_text(r[k]) for k in keys]
-            for r in classes]
+    header = ["class", "metric", "value", "95% interval", "unit"]
+    rows = []
+    for r in classes:
+        # Marked as the summary's are where the class's own batches were not shown
+        # uncorrelated (replications have no such flag: their runs are independent).
+        mark = "" if bool(r.get("ci_uncorrelated", True)) else UNTRUSTED_MARK
+        rows.append([str(r["class"]), "jobs", number_text(r["jobs"]), "", "count"])
+        for k in keys:
+            ci = interval_of(r, k)
+            rows.append(["", LABELS[k], number_text(r[k]),
+                         "" if ci is None else interval_text(ci) + mark, UNITS[k]])
     return header, rows
 
 
@@ -226,12 +237,15 @@ MACHINE_COSTS = {"service_scale": 1, "service_offset": 0, "context_switch": 0, "
 
 
 def saturation_warning(s: dict[str, Any], spec: dict[str, Any]) -> str | None:
-    """A warning when machine costs kept an open workload's CPUs busy for the whole measured
-    interval: a system at or past saturation, whose means grow with the run's length (the
-    load itself is refused at 1 and more; the costs of switches depend on the schedule)."""
+    """A warning when an open workload has no steady state: an offered load of 1 or more per
+    CPU run with allow_unstable (refused without it), or machine costs that kept its CPUs busy
+    for the whole measured interval (the costs of switches depend on the schedule). Either
+    way its means grow with the run's length."""
     costs = [k for k, neutral in MACHINE_COSTS.items()
              if spec.get(k) is not None and spec[k] != neutral]
     load, busy = s.get("offered_load"), s.get("utilization")
+    if (unstable := unstable_warning(s, spec)) is not None:
+        return unstable
     if not (costs and finite_number(load) and finite_number(busy) and busy >= 0.999):
         return None
     return (f"WARNING: the CPUs were busy for the whole measured interval (utilisation "
@@ -240,12 +254,25 @@ def saturation_warning(s: dict[str, Any], spec: dict[str, Any]) -> str | None:
             "length; lower the load or the costs")
 
 
+def unstable_warning(s: dict[str, Any], spec: dict[str, Any]) -> str | None:
+    """A load of 1 or more per CPU, run on purpose (allow_unstable): the numbers are this
+    run's, not the system's."""
+    load = s.get("offered_load")
+    if not (spec.get("allow_unstable") and finite_number(load) and load >= 1):
+        return None
+    return (f"WARNING: an offered load of {load:.4g} per CPU (allow_unstable) has no steady "
+            "state: the queue grows for as long as the run lasts, so its means, percentiles "
+            "and their intervals describe this run's length, not the system")
+
+
 def replication_warnings(summaries: list[dict[str, Any]],
                          spec: dict[str, Any] | None = None) -> list[str]:
     """Replications' warnings: each replication's (named by it), then, given the spec they
     share, its infinite mean slowdown once."""
     notes = [f"replication {i}: {n}" for i, s in enumerate(summaries)
              for n in run_notes(s) if n.startswith("WARNING")]
+    if spec is not None and summaries and (warning := unstable_warning(summaries[0], spec)):
+        notes.append(warning)
     if spec is not None and (warning := slowdown_warning(spec)):
         notes.append(warning)
     return notes

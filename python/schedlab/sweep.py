@@ -16,6 +16,9 @@ Layout of a results directory:
     skipped.parquet        runs not made, with the reason: the world has no model of the run,
                            or the kernel forbids what it asks (os)
     timing.parquet         wall-clock timing of each run (kept apart: it differs every time)
+    .lock                  empty: one sweep at a time holds it (flock). It stays after the
+                           sweep: deleting it would let a sweep that opened it just before
+                           and one that makes a new one run in one directory at once.
 
 A run's id is a hash of its world, flat spec and seed, so reruns, resumed sweeps and edited
 experiments reuse every run whose inputs did not change. Simulator runs go to a pool of

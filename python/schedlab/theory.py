@@ -1468,14 +1468,14 @@ def _closed_answer(name: str, size: Any, cpus: Any, clients: Any, think: Any, ar
                    load: Any, probabilities: list[float], params: dict[str, Any]
                    ) -> dict[str, Any]:
     """`answer` for a closed interactive system: clients that think, not an arrival law."""
+    if clients is None:  # think alone: the simulator's message
+        raise spec_error("think", quoted(think), "clients as well (think time is for closed "
+                         "workloads)")
     for key, value in (("arrival", arrival), ("load", load)):
         if value is not None:
             raise spec_error(key, quoted(value), "nothing beside clients: a closed system's "
                              "clients make its arrivals (give clients and think, or an "
                              "arrival law)")
-    if clients is None:
-        raise spec_error("think", quoted(think), "think beside clients: the time each of a "
-                         "closed system's clients thinks between its jobs")
     think = as_dist("det:0" if think is None else think)
     mean = closed_mean_response(name, clients, think, size, cpus, **params)
     out: dict[str, Any] = {"policy": name, "clients": int(clients), "think": think,

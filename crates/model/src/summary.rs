@@ -164,6 +164,23 @@ pub struct ClassRow {
     pub response_p99: f64,
     pub wait_mean: f64,
     pub slowdown_mean: f64,
+    /// 95% intervals as the summary's, from the class's own jobs in completion order (a
+    /// subsequence of a stationary run is stationary); NaN where the summary's are, and for
+    /// a class a one-class run was not told of.
+    #[serde(serialize_with = "pair_as_list")]
+    pub response_mean_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
+    pub response_p50_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
+    pub response_p95_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
+    pub response_p99_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
+    pub wait_mean_ci: [f64; 2],
+    #[serde(serialize_with = "pair_as_list")]
+    pub slowdown_mean_ci: [f64; 2],
+    /// The class's batches passed the lag-1 test (the summary's `ci_uncorrelated`).
+    pub ci_uncorrelated: bool,
 }
 
 /// What only the world can measure; everything else comes from the tables.
@@ -409,13 +426,58 @@ pub const SUMMARY_UNITS: &[(&str, &str)] = &[
     ("contended_end", "text"),
 ];
 
-/// Per class: moments, and quantiles when there is more than one class.
+/// Per class: moments, and quantiles and the series of the intervals when there is more than
+/// one class.
 #[derive(Default)]
 struct ClassStats {
     response: Moments,
     wait: Moments,
     slowdown: Moments,
     quantiles: Quantiles,
+    response_series: SeriesStats,
+    wait_series: MeanSeries,
+    slowdown_series: MeanSeries,
+}
+
+/// A class's 95% intervals: response mean, p50, p95, p99, wait mean, slowdown mean.
+#[derive(Clone, Copy)]
+struct ClassIntervals {
+    intervals: [Interval; 6],
+}
+
+impl ClassIntervals {
+    const NONE: ClassIntervals = ClassIntervals {
+        intervals: [Interval::NONE; 6],
+    };
+}
+
+impl ClassStats {
+    /// The intervals of a class's own series, as `finish` takes the summary's; `q` its
+    /// response quantiles.
+    fn intervals(&self, q: &[f64]) -> ClassIntervals {
+        let rq: Vec<Interval> = self
+            .response_series
+            .quantile_intervals(&PERCENTILES, q)
+            .into_iter()
+            .map(|iv| iv.at_least(0.0))
+            .collect();
+        ClassIntervals {
+            intervals: [
+                self.response_series
+                    .mean_interval(self.response.mean_or_nan())
+                    .at_least(0.0),
+                rq[0],
+                rq[1],
+                rq[2],
+                self.wait_series
+                    .mean_interval(self.wait.mean_or_nan())
+                    .at_least(0.0),
+                self.slowdown_series
+                    .mean_interval(self.slowdown.mean_or_nan())
+                    .at_least(0.0),
+            ],
+        }
+    }
 }
 
 /// The streaming half of the summary: one `add` per measured job, in completion order.
@@ -601,6 +663,13 @@ impl Summarizer {
             }
             if self.multi {
                 cs.quantiles.record(j.response);
+                cs.response_series.add(j.response);
+                if j.wait.is_finite() {
+                    cs.wait_series.add(j.wait);
+                }
+                if j.slowdown.is_finite() {
+                    cs.slowdown_series.add(j.slowdown);
+                }
             }
         }
         if j.client >= 0 {
@@ -753,6 +822,10 @@ impl Summarizer {
         // whose jobs outlast it), not 0 beside tasks that switched hundreds of times.
         let count = |counted: bool, x: f64| if counted { x } else { f64::NAN };
         let multi = self.multi;
+        // A one-class run's class 0 is the whole run; a class it was not told of has no series.
+        let whole_run = ClassIntervals {
+            intervals: [rmean, rq[0], rq[1], rq[2], wmean, smean],
+        };
         let classes = self
             .classes
             .iter_mut()
@@ -762,6 +835,15 @@ impl Summarizer {
                     s.quantiles.quantiles(&PERCENTILES)
                 } else {
                     qr.clone()
+                };
+                let ci = if one_shot_batch {
+                    ClassIntervals::NONE
+                } else if multi {
+                    s.intervals(&q)
+                } else if i == 0 && s.response.n == self.response.n {
+                    whole_run
+                } else {
+                    ClassIntervals::NONE
                 };
                 ClassRow {
                     class: self
@@ -776,6 +858,13 @@ impl Summarizer {
                     response_p99: q[2],
                     wait_mean: s.wait.mean_or_nan(),
                     slowdown_mean: s.slowdown.mean_or_nan(),
+                    response_mean_ci: ci.intervals[0].pair(),
+                    response_p50_ci: ci.intervals[1].pair(),
+                    response_p95_ci: ci.intervals[2].pair(),
+                    response_p99_ci: ci.intervals[3].pair(),
+                    wait_mean_ci: ci.intervals[4].pair(),
+                    slowdown_mean_ci: ci.intervals[5].pair(),
+                    ci_uncorrelated: ci.intervals[0].uncorrelated,
                 }
             })
             .collect();
@@ -1032,6 +1121,60 @@ mod tests {
         // No job at all: no class row is invented.
         let (_, none, _) = summarize(&table(&[]), &[], vec![], &counters);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn a_class_has_the_intervals_of_its_jobs_alone() {
+        // Two interleaved classes of 3,000 jobs each, with responses that differ by class and
+        // drift within it: each class's intervals are those the summary gives a run of that
+        // class's jobs alone, in the same order; a one-class run's class is the run.
+        let rows: Vec<(i64, u32, f64, f64, f64, f64)> = (0..6000u32)
+            .map(|i| {
+                let a = f64::from(i);
+                let class = i % 2;
+                let response = 1.0 + f64::from(class) * 4.0 + f64::from((i * 7919) % 101) * 0.05;
+                (-1, class, a, a + response, 1.0, response - 1.0)
+            })
+            .collect();
+        let counters = Counters {
+            measure_start: 0.0,
+            measure_end: 6010.0,
+            busy_per_cpu: vec![6000.0],
+            busy_span: 6010.0,
+            ..Default::default()
+        };
+        let (_, classes, _) =
+            summarize(&table(&rows), &[], vec!["a".into(), "b".into()], &counters);
+        for (c, row) in classes.iter().enumerate() {
+            let alone: Vec<_> = rows
+                .iter()
+                .filter(|r| r.1 == c as u32)
+                .map(|r| (r.0, 0, r.2, r.3, r.4, r.5))
+                .collect();
+            let (s, _, _) = summarize(&table(&alone), &[], vec!["a".into()], &counters);
+            assert_eq!(row.jobs, 3000);
+            assert_eq!(row.response_mean.to_bits(), s.response_mean.to_bits());
+            assert_eq!(row.ci_uncorrelated, s.ci_uncorrelated);
+            for (got, want) in [
+                (row.response_mean_ci, s.response_mean_ci),
+                (row.response_p50_ci, s.response_p50_ci),
+                (row.response_p95_ci, s.response_p95_ci),
+                (row.response_p99_ci, s.response_p99_ci),
+                (row.wait_mean_ci, s.wait_mean_ci),
+                (row.slowdown_mean_ci, s.slowdown_mean_ci),
+            ] {
+                assert!(got[0].is_finite() && got[0] < got[1], "{got:?}");
+                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits));
+            }
+        }
+        // The classes' intervals do not overlap (means 2.5 and 6.5 ms), and a one-class run's
+        // class has the run's own.
+        assert!(classes[0].response_mean_ci[1] < classes[1].response_mean_ci[0]);
+        let all_a: Vec<_> = rows.iter().map(|r| (r.0, 0, r.2, r.3, r.4, r.5)).collect();
+        let (s, one, _) = summarize(&table(&all_a), &[], vec!["only".into()], &counters);
+        assert!(s.response_p99_ci[0].is_finite());
+        assert_eq!(one[0].response_p99_ci, s.response_p99_ci);
+        assert_eq!(one[0].slowdown_mean_ci, s.slowdown_mean_ci);
     }
 
     #[test]

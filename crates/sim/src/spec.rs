@@ -511,6 +511,38 @@ fn check_turns(
     Ok(())
 }
 
+/// `timeslice` replaces a policy's turn (its quantum or slice); a policy without one (FCFS, SJF,
+/// SRPT, EDF) would become a time-sliced policy under its own name.
+fn check_timeslice(
+    info: &schedlab_policy::PolicyInfo,
+    timeslice: Option<f64>,
+) -> Result<(), SpecError> {
+    let has_turn = |i: &schedlab_policy::PolicyInfo| {
+        i.params
+            .iter()
+            .any(|p| p.unit == schedlab_model::units::Unit::Work)
+    };
+    match timeslice {
+        Some(v) if !has_turn(info) => {
+            let takers: Vec<&str> = schedlab_policy::POLICIES
+                .iter()
+                .filter(|i| has_turn(i))
+                .map(|i| i.name)
+                .collect();
+            Err(err(
+                "timeslice",
+                short_number(v),
+                &format!(
+                    "a policy that runs jobs in turns ({}); {} has no turn to replace",
+                    takers.join(", "),
+                    info.name
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The most CPUs a simulated machine has (state per CPU; 1,024 is benchmarked).
 pub const MAX_CPUS: u32 = 65_536;
 
@@ -565,6 +597,7 @@ impl SimSpec {
 
         let machine = self.machine()?;
         fit_fluid(&mut probe, &policy, &machine)?;
+        check_timeslice(info, machine.timeslice)?;
         let cpus = machine.cpus;
         let time = positive("time", self.time)?;
         let drain = self.drain.unwrap_or(false);
