@@ -153,6 +153,16 @@ def test_policy_lists_parse_parameters_and_lists():
             policies.parse(bad)
     with pytest.raises(schedlab.SpecError, match="each policy once"):
         schedlab.simulate(policy=["fcfs", "fcfs"], **SPEC)
+    # The same run once its defaults are filled in (RR's quantum is 10, LCFS preempts): two
+    # identical rows under two labels, before.
+    for twice, text in (("rr:quantum=10,rr", "RR is RR quantum=10 once its defaults"),
+                        ("lcfs,lcfs:preemptive=true", "LCFS preemptive=true is LCFS once"),
+                        ("mlfq:quantum=10,mlfq", "MLFQ is MLFQ quantum=10 once")):
+        with pytest.raises(schedlab.SpecError, match=f"^policy = .*: expected each policy "
+                                                     f"once .*{text}"):
+            schedlab.simulate(policy=twice, **SPEC)
+    assert schedlab.simulate(policy="rr:quantum=5,rr", **SPEC).labels == ["RR quantum=5", "RR"]
+    assert policies.label("lcfs", {"preemptive": False}) == "LCFS preemptive=false"
     with pytest.raises(schedlab.SpecError, match="quantum = 2"):
         schedlab.simulate(policy=["fcfs", "sjf"], quantum=2, **SPEC)
 
