@@ -87,6 +87,7 @@ SCALE_TERMS = ("scale", "scale_many", "other_scale", "other_scale_many")
 EXTRA_REPS = 2
 FEW, MANY = 8, 256  # processes per CPU in the os world's batches
 QUICK_MANY = 64
+LONG_START_MS = 1.0  # the exit phase's jobs: the size its first runs measure a start at
 EXIT_TASKS, EXIT_SLEEP_MS = 32, 2.0  # the exit phase: sleepers per CPU, their final sleep
 WAKE_BURSTS, WAKE_BURST_MS, WAKE_SLEEP_MS = (5, 45), 1.0, 2.0  # the wake phase: one sleeper per CPU
 STALL_FLOOR_MS = 0.005  # the least spread of repetitions that _without_stalls assumes (ms)
@@ -356,12 +357,13 @@ def _os_batch(gate: _Gate, phase: str, config: dict[str, Any], n: int, size: flo
 
 
 def _exit_cost(gate: _Gate, config: dict[str, Any], n: int, seed: int,
-               dispatched: dict[str, Any]) -> float:
-    """A CPU's time per job end after a final I/O: `n` processes of one 1 ms burst and a
-    final sleep of EXIT_SLEEP_MS under the dispatcher's RR (quantum 10 ms). A sleeper that
-    wakes queues behind the first runs still to come, so those that woke before the last
-    first run ended end back to back after it; their completions' span over their number,
-    per CPU."""
+               dispatched: dict[str, Any]) -> tuple[float, float]:
+    """A CPU's time per job end after a final I/O, and per start of a job of 1 ms: `n`
+    processes of one 1 ms burst and a final sleep of EXIT_SLEEP_MS under the dispatcher's RR
+    (quantum 10 ms). A sleeper that wakes queues behind the first runs still to come, so the
+    first runs go back to back (their span over their number per CPU, less the 1 ms, is a
+    start), and those that woke before the last first run ended end back to back after it
+    (their completions' span over their number, per CPU, is an end)."""
     import numpy as np
 
     spec = {"jobs": n, "clients": n, "think": "det:0", "size": "det:1", "bursts": 1,
@@ -369,12 +371,16 @@ def _exit_cost(gate: _Gate, config: dict[str, Any], n: int, seed: int,
             **OS_RUN_OPTIONS, "keep_jobs": True, "params": {"quantum": 10.0},
             **dispatched}
     jobs = gate.run("exits", spec).jobs
-    last_burst = float(jobs["first_run"].max()) + 1.0
+    cpus = int(config["cpus"])
+    firsts = jobs["first_run"].to_numpy(dtype=float)
+    start = (float(firsts.max() - firsts.min()) / (len(firsts) - cpus) * cpus - 1.0
+             if len(firsts) > cpus else float("nan"))
+    last_burst = float(firsts.max()) + 1.0
     woke = jobs[jobs["first_run"] + 1.0 + EXIT_SLEEP_MS < last_burst]
     ends = np.sort(woke["completion"].to_numpy(dtype=float))
     if len(ends) < 2:
-        return float("nan")
-    return float(ends[-1] - ends[0]) / (len(ends) - 1) * int(config["cpus"])
+        return float("nan"), start
+    return float(ends[-1] - ends[0]) / (len(ends) - 1) * cpus, start
 
 
 def _wake_cost(gate: _Gate, config: dict[str, Any], seed: int, **policy: Any) -> float:
@@ -506,12 +512,21 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     terms["dispatch_switch"] = _over_reps(d_switch, units["dispatch_switch"], tasks=n_turns)
     # A job that ends with an I/O ends when the dispatcher runs it again (its exit): sleepers
     # whose wake-ups queue behind the others' first runs (RR) then end back to back.
-    exits = [_exit_cost(gate, config, EXIT_TASKS * cpus, seed + r, dispatched)
+    phase = [_exit_cost(gate, config, EXIT_TASKS * cpus, seed + r, dispatched)
              for r in range(reps)]
-    exits = [x for x in exits if math.isfinite(x)]
+    exits = [x for x, _ in phase if math.isfinite(x)]
     if exits:  # else left out, as an older profile has it: no end apart from the start
         terms["dispatch_exit"] = _over_reps(exits, profiles.OPTIONAL_OS_TERMS["dispatch_exit"],
                                             tasks=EXIT_TASKS * cpus)
+    # The same runs' first runs: a start of a job of 1 ms, where the tiny batches' start
+    # holds the dispatcher's hand-offs lined up one behind the other (2026-12-07: 0.18-0.25
+    # ms against 0.55-0.74; the model of 50 processes of 1 ms took the tiny one and came out
+    # 4-15% long).
+    long_starts = [x for _, x in phase if math.isfinite(x)]
+    if long_starts:
+        terms["dispatch_start_long"] = _over_reps(
+            long_starts, profiles.OPTIONAL_OS_TERMS["dispatch_start_long"],
+            tasks=EXIT_TASKS * cpus, size_ms=LONG_START_MS)
     # A sleep's wake-up: under the kernel (FIFO; the timer's overshoot and the kernel's
     # wake-up) and through the dispatcher (the same and its hand-off to the woken worker).
     # A lone process's CPU clock runs with the wall clock (the batches' `scale` is a crowd's).

@@ -43,6 +43,10 @@ An os profile holds, for the CPUs it was measured on (`[profile.config]`: cpus, 
 - `dispatch_exit` (optional: older profiles lack it): the part of that a job spends at its
   end, measured where the end comes apart from the rest: a process that ends with an I/O is
   run once more to exit, when the policy gives it a CPU again;
+- `dispatch_start_long` (optional, with its `size_ms`, 1): the start of a job of 1 ms, from
+  the same runs' first runs, which go back to back. A tiny batch's start is larger (0.55-0.74
+  ms against 0.18-0.25 on 2026-12-07): its processes' hand-offs through the one dispatcher
+  line up one behind the other, where a job of 1 ms runs beside the next one's;
 - `kernel_wake`, `dispatch_wake` (optional): what a sleep costs beyond itself, under the
   kernel (a timer's overshoot and the wake-up) and through the dispatcher (also its hand-off
   to the woken worker), on CPUs that idle meanwhile;
@@ -63,7 +67,9 @@ flagged after their retries.
 The simulator's model of it (`_os_terms`): `service_scale` and `start_cost` at the run's
 number of processes (log-linear between the two populations measured) on the line of the
 run's kernel class, or the dispatcher's start and `context_switch`, the start split into
-`start_cost` and `end_cost` (`dispatch_exit` less a switch; the rest of the start before); a
+`start_cost` and `end_cost` (`dispatch_exit` less a switch; the rest of the start before),
+and the start itself taken at the run's mean job size: the tiny batches' up to their size
+(0.01 ms), `dispatch_start_long` from its size on, log-linear in the size between; a
 run of the kernel's own policy is one whose spec still has `sched` (the calibrated world
 keeps it). Where measured, a sleep's wake-up (`kernel_wake`, `dispatch_wake`) becomes
 `wake_delay` and a migration through the dispatcher (`dispatch_migrate`) `migration_cost`.
@@ -99,7 +105,7 @@ SERVER_TERMS = {
 OPTIONAL_SERVER_TERMS = {"idle_delay": "ms"}
 OPTIONAL_OS_TERMS = {"dispatch_exit": "ms", "kernel_wake": "ms", "dispatch_wake": "ms",
                      "dispatch_migrate": "ms", "timer": "ms", "timer_other": "ms",
-                     "dispatcher_cpu": "ms"}
+                     "dispatcher_cpu": "ms", "dispatch_start_long": "ms"}
 OS_TERMS = {
     "start": "ms",
     "scale": "ms/ms",
@@ -134,7 +140,7 @@ FORMAT_HELP = ("a profile is TOML: [profile] format = 1, world = \"server\" or \
                "[os.other_scale_many], [os.dispatch_start], [os.dispatch_start_many], "
                "[os.dispatch_switch] (and [os.dispatch_exit], [os.kernel_wake], "
                "[os.dispatch_wake], [os.dispatch_migrate], [os.timer], [os.timer_other], "
-               "[os.dispatcher_cpu] if measured)")
+               "[os.dispatcher_cpu], [os.dispatch_start_long] if measured)")
 
 
 def _not_a_profile(key: str, path: Any, why: str, help_: bool = True) -> SpecError:
@@ -325,6 +331,9 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
             # the rest (the simulator's exit run pays a switch too); the rest is its start.
             end = min(max(mean(profile, "dispatch_exit") - switch, 0.0), max(start - switch, 0.0))
             start -= end
+            if "dispatch_start_long" in profile[OS]:
+                start, line = _start_at_size(profile, spec, start)
+                notes.append(line)
         # A woken worker's way back (the timer, the dispatcher's hand-off) keeps it out of
         # the runqueue, its CPU free; the run it then gets is its CPU's last job's (no switch).
         wake = _measured(profile, "dispatch_wake")
@@ -350,6 +359,42 @@ def _os_terms(profile: dict[str, Any], spec: dict[str, Any]) -> tuple[dict[str, 
     notes.insert(0, f"{n} processes under {how}: a job of s ms of CPU takes {scale:.4g} x s "
                  f"(service_scale), {ending}, and {switch:.4g} ms per switch (context_switch)")
     return terms, notes
+
+
+# The size of the tiny batches' jobs (ms of CPU): their start is the dispatcher's start up to it.
+TINY_START_MS = 0.01
+
+
+def _start_at_size(profile: dict[str, Any], spec: dict[str, Any], tiny: float
+                   ) -> tuple[float, str]:
+    """A dispatched job's start at the run's mean job size: `tiny` (the tiny batches' start,
+    its end taken out) up to TINY_START_MS, `dispatch_start_long` from its `size_ms` on,
+    log-linear in the size between; and a note saying so."""
+    term = profile[OS]["dispatch_start_long"]
+    long_ms = float(term.get("size_ms", 1.0))
+    size = _mean_size(spec)
+    w = min(max(math.log(size / TINY_START_MS) / math.log(long_ms / TINY_START_MS), 0.0), 1.0) \
+        if size > 0 else 0.0
+    start = tiny + w * (float(term["mean"]) - tiny)
+    return start, (f"a start at the mean job size {size:.4g} ms: {start:.4g} ms, between the "
+                   f"tiny batches' {tiny:.4g} ({TINY_START_MS:g} ms jobs) and "
+                   f"{float(term['mean']):.4g} for jobs of {long_ms:g} ms (log-linear in the "
+                   "size)")
+
+
+def _mean_size(spec: dict[str, Any]) -> float:
+    """The mean size of a run's jobs (ms): its classes' by their fractions (or clients)."""
+    def mean_of(text: Any) -> float:
+        return float(_core.parse_dist(str(text), "size")["mean"])
+
+    base = spec.get("size") or "exp:1"
+    classes = spec.get("classes") or []
+    if not classes:
+        return mean_of(base)
+    weights = [float(c.get("fraction") or c.get("clients") or c.get("batch") or 1)
+               for c in classes]
+    means = [mean_of(c.get("size") or base) for c in classes]
+    return sum(w * m for w, m in zip(weights, means, strict=True)) / sum(weights)
 
 
 def _measured(profile: dict[str, Any], term: str) -> float:
