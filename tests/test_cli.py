@@ -593,7 +593,8 @@ def test_help_and_the_policy_list_give_each_numbers_unit():
     assert "priority points gained per ms spent waiting; a number >= 0 (per ms)" in listing
     assert "(work)" not in listing and "(time)" not in listing
     sim = " ".join(schedlab("sim", "--help").stdout.split())
-    assert "slice across job boundaries (ms of service)" in sim
+    assert "slice owned by the task, in ms of service: replaces" in sim
+    assert "share the CPU continuously) (ms of service)" not in sim
     assert "--quantum NUMBER longest turn on the CPU (ms of service)" in sim
     assert "(ms) (ms)" not in sim  # a help that says its unit is left alone
     serve = " ".join(schedlab("serve", "--help").stdout.split())

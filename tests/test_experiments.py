@@ -829,13 +829,13 @@ def test_an_experiments_time_unit_labels_its_tables_and_is_refused_for_real_worl
 def test_every_stats_row_carries_its_unit(tmp_path):
     # `res.metric(...)` and `res.stats` had no unit: a mean response or a throughput with
     # nothing to say ms or jobs/ms. The experiment's time unit replaces ms (xv6: ticks).
-    d = base(experiment={"name": "u", "replications": 2, "unit": "ticks"},
+    d = base(experiment={"name": "u", "replications": 2, "unit": "tick"},
              workload={"load": 0.5, "size": "exp:1", "jobs": 2_000},
              policy=[{"name": "fcfs"}], sweep={})
     res = schedlab.run(d, out=tmp_path / "u")
     units = dict(zip(res.stats["metric"], res.stats["unit"], strict=True))
-    assert units["response_mean"] == "ticks" and units["throughput"] == "jobs/ticks"
+    assert units["response_mean"] == "tick" and units["throughput"] == "jobs/tick"
     assert units["utilization"] == "ratio" and units["jobs"] == "count"
     assert "" not in set(units.values())
-    assert res.metric("response_p99").attrs["unit"] == "ticks"
-    assert res.metric("response_p99")["unit"].tolist() == ["ticks"]
+    assert res.metric("response_p99").attrs["unit"] == "tick"
+    assert res.metric("response_p99")["unit"].tolist() == ["tick"]
