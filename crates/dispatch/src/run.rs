@@ -627,7 +627,15 @@ fn coordinate(
             };
             if contended.is_none() {
                 let m0 = sys::thread_cpu_ns();
-                contended = Some((ms(now), format!("task {i} exited")));
+                // A worker posts DONE, then exits: one poll can bring both, and the reap runs
+                // first, so its end is named by what it posted, not by which fd came first.
+                let end = if shm.slot(i).state.load(Ordering::Acquire) == state::DONE && !stopped {
+                    tasks[i].done_seen = true;
+                    "finished its jobs"
+                } else {
+                    "exited"
+                };
+                contended = Some((ms(now), format!("task {i} {end}")));
                 if let Some(d) = dispatcher.as_mut() {
                     dispatch_shares = Some(d.shares_now(now));
                 }
