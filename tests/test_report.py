@@ -774,7 +774,7 @@ def test_report_cli_on_a_study(tmp_path, quick_run):
     # for each class and policy, the server's own costs included, beyond what the profile's
     # own 95% intervals move it (issue 14). The small-SFF mean moves 0.3 ms for per_kib's
     # +-0.5%, a large file being 580 KiB; on 2026-12-07 its point estimate was -3.0% to
-    # +6.4% off the server over 7 quiet calibrations. A profile measured on a shared machine
+    # +6.4% off the server over 6 quiet calibrations. A profile measured on a shared machine
     # is not judged, as in test_calibration.
     prof_path = out / "profile-server.toml"
     prof = profile.load(prof_path)
