@@ -790,19 +790,20 @@ def test_report_cli_on_a_study(tmp_path, quick_run):
 def _calibrated_half_widths(prof: dict, tmp: Path, calibrated: pd.Series) -> dict:
     """How far the convoy's calibrated class means move across the profile's 95% intervals:
     each server term at its low and at its high end in turn, half the move, summed in
-    quadrature (the terms' intervals, not their correlation). The runs at the profile itself
-    must give the experiment's calibrated means, or these are not its model."""
-    spec = {"trace": str(ROOT / "experiments" / "convoy" / "burst.csv"), "cpus": 2,
-            "classes": [{"name": "large"}, {"name": "small"}], "buffer": 5, "warmup": 0,
-            "cost": "0ms+0.1ms/KB", "cost_mode": "sleep"}
+    quadrature (the terms' intervals, not their correlation). The file's own calibrated runs
+    at the profile itself must give the experiment's calibrated means, or these are not its
+    model."""
+    exp = ex.load(ROOT / "experiments" / "convoy" / "experiment.toml", quick=True)
+    runs = [r for r in exp.unique_runs() if r.world == "calibrated"]
+    world = importlib.import_module(worlds.MODULES["calibrated"])
 
     def means(p: dict, name: str) -> dict:
         path = tmp / f"{name}.toml"
         profile.write(path, p)
         got = {}
-        for policy, label in (("fcfs", "FCFS"), ("sjf", "SFF")):
-            c = schedlab.simulate(policy=policy, profile=str(path), **spec).classes
-            got |= {(k, label): v for k, v in zip(c["class"], c["response_mean"], strict=True)}
+        for r in runs:
+            c = world.run({**r.spec, "profile": str(path)}).classes
+            got |= {(k, r.label): v for k, v in zip(c["class"], c["response_mean"], strict=True)}
         return got
 
     at_profile = means(prof, "as-measured")
