@@ -576,6 +576,18 @@ fn coordinate(
         }
     };
     let mut dispatch_shares: Option<(Vec<f64>, Vec<f64>)> = None;
+    // Closes the contended interval: its end, the dispatcher's shares and everyone's counters.
+    macro_rules! close_contended {
+        ($now:expr, $why:expr) => {{
+            let m0 = sys::thread_cpu_ns();
+            contended = Some((ms($now), $why));
+            if let Some(d) = dispatcher.as_mut() {
+                dispatch_shares = Some(d.shares_now($now));
+            }
+            snapshot(&mut tasks, &mut buf, &mut missing);
+            measure_ns += sys::thread_cpu_ns() - m0;
+        }};
+    }
 
     while alive > 0 {
         let mut deadline = hard_at;
@@ -619,6 +631,18 @@ fn coordinate(
                 }
             }
         }
+        // The first job stream to end closes the contended interval. A worker posts DONE,
+        // then exits, and one poll can bring its eventfd and its SIGCHLD: what everyone
+        // posted is read before anyone is reaped, so its end is named by what it posted,
+        // not by which fd came first.
+        for i in 0..n {
+            if !tasks[i].done_seen && shm.slot(i).state.load(Ordering::Acquire) == state::DONE {
+                tasks[i].done_seen = true;
+                if contended.is_none() && !stopped {
+                    close_contended!(now, format!("task {i} finished its jobs"));
+                }
+            }
+        }
         // Reap whoever exited, reading its final counters first (a zombie keeps them).
         while let Some(pid) = sys::exited_child() {
             let Some(&i) = index.get(&pid) else {
@@ -626,21 +650,7 @@ fn coordinate(
                 continue;
             };
             if contended.is_none() {
-                let m0 = sys::thread_cpu_ns();
-                // A worker posts DONE, then exits: one poll can bring both, and the reap runs
-                // first, so its end is named by what it posted, not by which fd came first.
-                let end = if shm.slot(i).state.load(Ordering::Acquire) == state::DONE && !stopped {
-                    tasks[i].done_seen = true;
-                    "finished its jobs"
-                } else {
-                    "exited"
-                };
-                contended = Some((ms(now), format!("task {i} {end}")));
-                if let Some(d) = dispatcher.as_mut() {
-                    dispatch_shares = Some(d.shares_now(now));
-                }
-                snapshot(&mut tasks, &mut buf, &mut missing);
-                measure_ns += sys::thread_cpu_ns() - m0;
+                close_contended!(now, format!("task {i} exited"));
             }
             let t = &mut tasks[i];
             if let Some(f) = t.files.take() {
@@ -682,24 +692,6 @@ fn coordinate(
             if let Some(d) = dispatcher.as_mut() {
                 if !stopped {
                     d.notice(shm, now);
-                }
-            }
-            // The first job stream to end closes the contended interval.
-            for i in 0..n {
-                if tasks[i].done_seen {
-                    continue;
-                }
-                if shm.slot(i).state.load(Ordering::Acquire) == state::DONE {
-                    tasks[i].done_seen = true;
-                    if contended.is_none() && !stopped {
-                        let m0 = sys::thread_cpu_ns();
-                        contended = Some((ms(now), format!("task {i} finished its jobs")));
-                        if let Some(d) = dispatcher.as_mut() {
-                            dispatch_shares = Some(d.shares_now(now));
-                        }
-                        snapshot(&mut tasks, &mut buf, &mut missing);
-                        measure_ns += sys::thread_cpu_ns() - m0;
-                    }
                 }
             }
         }
@@ -758,18 +750,12 @@ fn coordinate(
             if now >= s || precise_now {
                 stopped_precise = precise_now && now < s;
                 if contended.is_none() {
-                    let m0 = sys::thread_cpu_ns();
                     let why = if stopped_precise {
                         "precise"
                     } else {
                         "time limit"
                     };
-                    contended = Some((ms(now), why.into()));
-                    if let Some(d) = dispatcher.as_mut() {
-                        dispatch_shares = Some(d.shares_now(now));
-                    }
-                    snapshot(&mut tasks, &mut buf, &mut missing);
-                    measure_ns += sys::thread_cpu_ns() - m0;
+                    close_contended!(now, why.into());
                 }
                 stopped = true;
                 ctl.stop.store(1, Ordering::Release);
