@@ -1304,6 +1304,30 @@ def test_a_policy_parameter_is_named_where_the_file_wrote_it_in_every_world(worl
     assert str(e.value) == "policy[1].quantum = -1: expected a number > 0"
 
 
+def test_an_infinite_quantum_is_refused_as_not_finite_in_every_entry_point(tmp_path):
+    # `quantum = inf` is "> 0" by its sign: "expected a number > 0" beside it contradicted
+    # itself in the file and in Python, where the CLI already said "finite".
+    import schedlab
+    from schedlab import experiment
+
+    d = {"experiment": {"name": "x"}, "workload": {"jobs": 10},
+         "policy": [{"name": "rr", "quantum": float("inf")}]}
+    with pytest.raises(schedlab.SpecError) as e:
+        experiment.load(d)
+    assert str(e.value) == "policy[0].quantum = inf: expected a finite number > 0"
+    with pytest.raises(schedlab.SpecError) as e:
+        schedlab.simulate(policy="mlfq", quanta=[1, float("nan")], jobs=10)
+    assert "a list of finite numbers > 0" in str(e.value), str(e.value)
+    f = tmp_path / "x.toml"
+    f.write_text('[experiment]\nname = "x"\n[workload]\njobs = 10\n'
+                 '[[policy]]\nname = "rr"\nquantum = inf\n')
+    r = subprocess.run([SCHEDLAB, "run", str(f), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=30, env=cli_env())
+    assert r.returncode == 2
+    assert "policy[0].quantum = inf: expected a finite number > 0" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_timeslice_is_refused_by_a_policy_without_a_turn_to_replace():
     # `timeslice` replaces a quantum or slice: FCFS with one became round robin under its own
     # name (0 switches to 96,738 in 20,000 jobs). The fluid policies say they share the CPU.

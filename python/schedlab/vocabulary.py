@@ -340,7 +340,8 @@ def param_value(key: str, value: Any, text: bool = False) -> Any:
     if isinstance(value, numbers.Real):
         return float(value)
     if isinstance(value, list | tuple):
-        if not all(_is_number(v) and math.isfinite(v) for v in value):
+        # A NaN or an infinity is a number: the core refuses it as not finite, by its domain.
+        if not all(_is_number(v) for v in value):
             raise spec_error(key, list(value), "a number, a list of numbers or true/false")
         return [float(v) for v in value]
     if isinstance(value, str) and not text:

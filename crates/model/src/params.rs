@@ -65,6 +65,22 @@ impl ParamKind {
         }
     }
 
+    /// What a refused value should have been: an infinite or NaN quantum is "> 0" by its
+    /// sign, so the refusal names finiteness.
+    fn describe_for(self, value: &ParamValue) -> &'static str {
+        let finite = match value {
+            ParamValue::Num(x) => x.is_finite(),
+            ParamValue::List(v) => v.iter().all(|x| x.is_finite()),
+            ParamValue::Bool(_) => true,
+        };
+        match (self, finite) {
+            (ParamKind::Positive, false) => "a finite number > 0",
+            (ParamKind::NonNegative, false) => "a finite number >= 0",
+            (ParamKind::List, false) => "a list of finite numbers > 0",
+            _ => self.describe(),
+        }
+    }
+
     fn accepts(self, value: &ParamValue) -> bool {
         match (self, value) {
             (ParamKind::Positive, ParamValue::Num(x)) => *x > 0.0 && x.is_finite(),
@@ -152,7 +168,11 @@ impl Params {
                     ParamValue::List(_) => format!("[{}]", value.written().replace(',', ", ")),
                     _ => value.written(),
                 };
-                return Err(SpecError::new(key.clone(), shown, p.kind.describe()));
+                return Err(SpecError::new(
+                    key.clone(),
+                    shown,
+                    p.kind.describe_for(value),
+                ));
             }
         }
         Ok(())
@@ -241,6 +261,11 @@ mod tests {
             (e.key.as_str(), e.allowed.as_str()),
             ("quantum", "a number > 0")
         );
+        let e = Params::new()
+            .with("quantum", ParamValue::Num(f64::INFINITY))
+            .check("rr", DECLARED)
+            .unwrap_err();
+        assert_eq!(e.allowed, "a finite number > 0");
         let e = Params::new()
             .with("levels", ParamValue::Num(2.5))
             .check("mlfq", DECLARED)
