@@ -1326,6 +1326,10 @@ def test_an_infinite_quantum_is_refused_as_not_finite_in_every_entry_point(tmp_p
     assert r.returncode == 2
     assert "policy[0].quantum = inf: expected a finite number > 0" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+    r = subprocess.run([SCHEDLAB, "sim", "--policy", "rr", "--quantum", "inf", "--jobs", "10"],
+                       capture_output=True, text=True, timeout=30, env=cli_env())
+    assert r.returncode == 2
+    assert "quantum = inf: expected a finite number > 0" in r.stderr, r.stderr
 
 
 def test_a_timeslice_is_refused_by_a_policy_without_a_turn_to_replace():

@@ -357,8 +357,7 @@ def param_value(key: str, value: Any, text: bool = False) -> Any:
             parts = [float(p) for p in word.split(",")]
         except ValueError:
             raise spec_error(key, quoted(value), _param_allowed(key)) from None
-        if not all(math.isfinite(p) for p in parts):
-            raise spec_error(key, quoted(value), "finite numbers")
+        # inf and nan parse: the core refuses them by the parameter's domain, as from a file.
         return parts[0] if len(parts) == 1 else parts
     raise spec_error(key, value, "a number, a list of numbers or true/false")
 
