@@ -28,6 +28,15 @@ impl ParamValue {
                 .join(","),
         }
     }
+
+    /// Every number in it finite (a bool is): the one test both refusing and naming use.
+    fn is_finite(&self) -> bool {
+        match self {
+            ParamValue::Num(x) => x.is_finite(),
+            ParamValue::List(v) => v.iter().all(|x| x.is_finite()),
+            ParamValue::Bool(_) => true,
+        }
+    }
 }
 
 /// The values a parameter takes.
@@ -68,12 +77,7 @@ impl ParamKind {
     /// What a refused value should have been: an infinite or NaN quantum is "> 0" by its
     /// sign, so the refusal names finiteness.
     fn describe_for(self, value: &ParamValue) -> &'static str {
-        let finite = match value {
-            ParamValue::Num(x) => x.is_finite(),
-            ParamValue::List(v) => v.iter().all(|x| x.is_finite()),
-            ParamValue::Bool(_) => true,
-        };
-        match (self, finite) {
+        match (self, value.is_finite()) {
             (ParamKind::Positive, false) => "a finite number > 0",
             (ParamKind::NonNegative, false) => "a finite number >= 0",
             (ParamKind::List, false) => "a list of finite numbers > 0",
@@ -82,17 +86,18 @@ impl ParamKind {
     }
 
     fn accepts(self, value: &ParamValue) -> bool {
-        match (self, value) {
-            (ParamKind::Positive, ParamValue::Num(x)) => *x > 0.0 && x.is_finite(),
-            (ParamKind::NonNegative, ParamValue::Num(x)) => *x >= 0.0 && x.is_finite(),
-            (ParamKind::Count, ParamValue::Num(x)) => *x >= 1.0 && x.fract() == 0.0,
-            (ParamKind::Bool, ParamValue::Bool(_)) => true,
-            (ParamKind::List, ParamValue::List(v)) => {
-                !v.is_empty() && v.iter().all(|x| *x > 0.0 && x.is_finite())
+        value.is_finite()
+            && match (self, value) {
+                (ParamKind::Positive, ParamValue::Num(x)) => *x > 0.0,
+                (ParamKind::NonNegative, ParamValue::Num(x)) => *x >= 0.0,
+                (ParamKind::Count, ParamValue::Num(x)) => *x >= 1.0 && x.fract() == 0.0,
+                (ParamKind::Bool, ParamValue::Bool(_)) => true,
+                (ParamKind::List, ParamValue::List(v)) => {
+                    !v.is_empty() && v.iter().all(|x| *x > 0.0)
+                }
+                (ParamKind::List, ParamValue::Num(x)) => *x > 0.0,
+                _ => false,
             }
-            (ParamKind::List, ParamValue::Num(x)) => *x > 0.0 && x.is_finite(),
-            _ => false,
-        }
     }
 }
 
