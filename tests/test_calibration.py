@@ -9,13 +9,16 @@ import json
 import math
 import os
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import schedlab
-from conftest import SCHEDLAB, cli_env
+import tomli_w
+from conftest import ROOT, SCHEDLAB, cli_env
+from schedlab import experiment as ex
 from schedlab import profile, worlds
 from schedlab.calibration import (
     _mark_disagreeing_scales,
@@ -353,6 +356,111 @@ def test_an_os_profile_becomes_the_simulators_terms_by_hand(tmp_path):
                                         "size": "det:10", "classes": [
                                             {"name": "a", "sched": "fifo", "batch": 4}]})
     assert t.spec["sched"] == "fifo" and t.skip is None
+
+
+def _one_part(text: str, part: str) -> str:
+    """OS_PROFILE as a calibration of one part writes it: its terms alone, and parts."""
+    data = tomllib.loads(text)
+    data["os"] = {k: v for k, v in data["os"].items() if profile.part_of(k) in (part, None)}
+    data["profile"]["parts"] = [part]
+    return tomli_w.dumps(data)
+
+
+def test_a_profile_of_one_part_models_its_runs_and_refuses_the_others(tmp_path):
+    both, dispatcher, kernel = (tmp_path / f"{n}.toml" for n in ("both", "dispatcher", "kernel"))
+    both.write_text(OS_PROFILE)
+    dispatcher.write_text(_one_part(OS_PROFILE, "dispatcher"))
+    kernel.write_text(_one_part(OS_PROFILE, "kernel"))
+    assert "start" not in profile.load(dispatcher)["os"]
+    assert "dispatch_start" not in profile.load(kernel)["os"]
+    # A dispatched run from the dispatcher's part, a kernel run from the kernel's: the same
+    # bits as from a profile of both.
+    runs = [({"policy": "rr", "quantum": 10}, dispatcher),
+            ({"policy": "kernel", "sched": "fifo", "rtprio": 10}, kernel)]
+    for policy, part in runs:
+        spec = {**policy, "batch": 64, "size": "det:10", "cpus": 2}
+        assert schedlab.simulate(**spec, profile=str(part)).summary["response_mean"] == \
+            schedlab.simulate(**spec, profile=str(both)).summary["response_mean"]
+    # The other kind of run: refused, naming the key, the file and what it lacks, in Python,
+    # the command line (exit 2) and an experiment file (nothing left behind).
+    with pytest.raises(schedlab.SpecError, match=r"profile = .*dispatcher\.toml: expected a "
+                       r"profile that measured the kernel \(this run is under the kernel's "
+                       r"SCHED_FIFO; the profile measured parts = \[\"dispatcher\"\] only"):
+        schedlab.simulate(**runs[1][0], batch=8, size="det:1", cpus=2, profile=str(dispatcher))
+    with pytest.raises(schedlab.SpecError, match="measured the dispatcher .*under schedlab's "
+                       "dispatcher"):
+        schedlab.simulate(policy="rr", batch=8, size="det:1", cpus=2, profile=str(kernel))
+    out = subprocess.run([SCHEDLAB, "sim", "--policy", "rr", "--batch", "8", "--size", "det:1",
+                          "--cpus", "2", "--profile", str(kernel)], capture_output=True,
+                         text=True, env=cli_env(), timeout=60)
+    assert out.returncode == 2 and "measured the dispatcher" in out.stderr, out.stderr
+    exp = {"experiment": {"name": "one-part", "world": ["sim", "calibrated"]},
+           "workload": {"batch": 8, "size": "det:1"},
+           "machine": {"cpus": 2, "profile": str(kernel)}, "policy": [{"name": "rr"}]}
+    with pytest.raises(schedlab.SpecError, match="machine.profile = .*measured the dispatcher"):
+        schedlab.run(exp, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    # A file that says one part and lacks one of its terms, or names a part that is none.
+    broken = tomllib.loads(dispatcher.read_text())
+    del broken["os"]["dispatch_switch"]
+    dispatcher.write_text(tomli_w.dumps(broken))
+    with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_switch\] has no mean"):
+        profile.load(dispatcher)
+    kernel.write_text(kernel.read_text().replace('parts = [\n    "kernel",\n]',
+                                                 'parts = ["kernal"]'))
+    with pytest.raises(schedlab.SpecError, match=r"parts = \['kernal'\]: expected a list of "
+                       "what an os calibration measures"):
+        profile.load(kernel)
+
+
+def test_calibrate_refuses_bad_parts_before_any_run(tmp_path):
+    out_file = tmp_path / "p.toml"
+    for parts in ("kernal", "kernel,kernel", ""):
+        out = subprocess.run([SCHEDLAB, "calibrate", "os", "--out", str(out_file), "--parts",
+                              parts], capture_output=True, text=True, env=cli_env(), timeout=60)
+        assert out.returncode == 2, out.stderr
+        assert f'parts = "{parts}": expected a list of what an os calibration measures' in \
+            out.stderr and "kernel (" in out.stderr and "dispatcher (" in out.stderr
+    for parts in (["kernal"], [], ["dispatcher", "dispatcher"], 3):
+        with pytest.raises(schedlab.SpecError, match="parts = .*: expected a list of what"):
+            schedlab.calibrate("os", out_file, parts=parts)
+    out = subprocess.run([SCHEDLAB, "calibrate", "server", "--out", str(out_file), "--parts",
+                          "kernel"], capture_output=True, text=True, env=cli_env(), timeout=60)
+    assert out.returncode == 2 and 'parts = "kernel": expected nothing in a server ' \
+        "calibration (it is the os calibration's)" in out.stderr
+    assert not out_file.exists()
+
+
+def test_an_experiment_calibrates_only_the_parts_its_runs_read(tmp_path, monkeypatch):
+    from schedlab import calibration, sweep
+
+    asked = []
+
+    def fake(world, out, *, parts=profile.OS_PARTS, **kwargs):
+        asked.append((Path(out).name, parts))
+        data = tomllib.loads(OS_PROFILE if parts == profile.OS_PARTS
+                             else _one_part(OS_PROFILE, parts[0]))
+        for term in data["os"].values():
+            term["unit"] = "ms"
+        Path(out).write_text(tomli_w.dumps(data))
+        return profile.load(out)
+
+    monkeypatch.setattr(calibration, "calibrate", fake)
+    for name, parts in (("xv6/os-priority.toml", ("dispatcher",)),
+                        ("linux-policies/grid-os.toml", ("kernel",))):
+        asked.clear()
+        exp = ex.load(ROOT / "experiments" / name, quick=True)
+        sweep.calibrate_first(exp, tmp_path)
+        assert asked and all(p == parts for _, p in asked), asked
+        assert all(n.endswith(f"-{parts[0]}.toml") for n, _ in asked), asked
+    # Both kinds of run in one file: one profile of both parts.
+    asked.clear()
+    mixed = {"experiment": {"name": "mixed", "world": ["os", "calibrated"]},
+             "workload": {"batch": 8, "size": "det:1"},
+             "machine": {"cpus": 2, "profile": "calibrate"},
+             "policy": [{"name": "rr"}, {"name": "kernel", "sched": "fifo", "rtprio": 10}]}
+    sweep.calibrate_first(ex.load(mixed), tmp_path)
+    assert asked == [("profile-os-cpus2.toml", profile.OS_PARTS)]
 
 
 def test_an_os_profiles_exit_splits_the_dispatchers_start_from_the_end(tmp_path):

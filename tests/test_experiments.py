@@ -17,7 +17,7 @@ import pytest
 import schedlab
 from conftest import ROOT, SCHEDLAB, cli_env, real_param
 from schedlab import experiment as ex
-from schedlab import stats, sweep, vocabulary, worlds
+from schedlab import profile, stats, sweep, vocabulary, worlds
 from schedlab.report import make_report
 from schedlab.worlds import os as os_world
 
@@ -118,8 +118,13 @@ def test_linux_grid_runs_in_os_and_sim_from_one_file(quick_run):
     assert res.skipped.groupby("world").size().to_dict() == {"calibrated": 18, "sim": 18}
     assert res.skipped["reason"].str.contains("synchronous").all()
     # The calibrated model ran the CPU cells with the profile measured first.
+    # Every one of them under a kernel policy: the calibration measured the kernel alone.
     calibrated = s[s.world == "calibrated"]
-    assert len(calibrated) == 9 and (res.dir / "profile-os-cpus2.toml").exists()
+    assert len(calibrated) == 9
+    measured = profile.load(res.dir / "profile-os-cpus2-kernel.toml")
+    assert measured["profile"]["parts"] == ["kernel"]
+    assert {"scale", "other_scale_many", "kernel_wake"} <= set(measured["os"])
+    assert not any(t.startswith("dispatch") for t in measured["os"]), measured["os"].keys()
     # CPU batches: FIFO and RR (100 ms slices, longer than a 20 ms job) serve the batch in
     # order, mean response size * (N/m + 1) / 2 exactly in the simulator; on real processes
     # within 15%. CFS shares the CPUs: its mean is far later.
@@ -303,7 +308,7 @@ def test_xv6_priority_tests_on_real_processes_and_in_sim(quick_run):
     more["experiment"]["world"] = ["os", "calibrated"]
     more["quick"] = {"worlds": {"os": {"replications": 2}}, "sweep": {"case": tiny}}
     again = schedlab.run(more, out=res.dir.parent / "tiny-again", quick=True, progress=False)
-    assert (res.dir.parent / "tiny-again" / "profile-os-cpus2-fifo.toml").exists()
+    assert (res.dir.parent / "tiny-again" / "profile-os-cpus2-fifo-dispatcher.toml").exists()
     again = again.summaries.groupby(["world", "case", "machine.cpus", "label"])["response_max"]
     assert again.size().to_dict() == {
         (world, case, cpus, label): 2 if world == "os" else 1 for world in ("os", "calibrated")
@@ -319,7 +324,13 @@ def test_xv6_priority_tests_on_real_processes_and_in_sim(quick_run):
                                for c, label in cells])
         assert 0.6 < np.median(calibrated / real) < 1.6, (case, real, calibrated)
         assert np.median(ideal / real) < 0.1, (case, real, ideal)
-    assert (res.dir / "profile-os-cpus1-fifo.toml").exists()
+    # Every calibrated run is dispatched: the calibrations measured the dispatcher alone.
+    for cpus in (1, 2):
+        measured = profile.load(res.dir / f"profile-os-cpus{cpus}-fifo-dispatcher.toml")
+        assert measured["profile"]["parts"] == ["dispatcher"]
+        assert {"dispatch_start", "dispatch_switch", "dispatch_exit", "dispatch_wake"} <= \
+            set(measured["os"])
+        assert not {"start", "scale", "other_scale", "kernel_wake"} & set(measured["os"])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -67,6 +67,11 @@ DEFAULTS = {"cpus": 2, "cost": "none", "cost_mode": "sleep"}
 OS_CONFIG_KEYS = ("cpus", "enforce")
 WORLDS = {"server": CONFIG_KEYS, "os": OS_CONFIG_KEYS}
 REPS = 3  # repetitions of each os phase
+# What an os calibration measures: the kernel's own classes (its batches under SCHED_FIFO and
+# SCHED_OTHER, its wake-up) and schedlab's dispatcher (its starts, switches, exits, wake-ups
+# and migrations); the timer's overshoot in either. A run is modelled from its own part: an
+# experiment whose os runs are all dispatched measures the dispatcher alone, in half the time.
+OS_PARTS = profiles.OS_PARTS
 # Every os run of a calibration waits for a quiet machine, and a run flagged noisy (others'
 # CPU, steal, or a stall under one of its jobs: one stall moves a short batch's makespan by
 # several ms) is run again, up to twice.
@@ -91,6 +96,7 @@ LONG_START_MS = 1.0  # the exit phase's jobs: the size its first runs measure a 
 EXIT_TASKS, EXIT_SLEEP_MS = 32, 2.0  # the exit phase: sleepers per CPU, their final sleep
 WAKE_BURSTS, WAKE_BURST_MS, WAKE_SLEEP_MS = (5, 45), 1.0, 2.0  # the wake phase: one sleeper per CPU
 STALL_FLOOR_MS = 0.005  # the least spread of repetitions that _without_stalls assumes (ms)
+TURNS_PER_CPU, TURN_MS = 2, 50.0  # the switch phase: CPU-bound jobs per CPU, their size (ms)
 MIGRATE_MS = 100.0  # the migration phase: 2 x cpus + 1 processes of this much CPU, 1 ms quanta
 TIMER_SLEEPS, TIMER_SLEEP_MS = 500, 1.0  # the timer phase: sleeps per policy, each this long
 SIZES = (2.0, 8.0)  # ms of CPU per job in the kernel's batches
@@ -440,10 +446,10 @@ def _over_reps(values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
 
 
 def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int = REPS,
-                 many: int = MANY) -> dict[str, Any]:
+                 many: int = MANY, parts: tuple[str, ...] = OS_PARTS) -> dict[str, Any]:
     """Measures real processes on the CPUs configured by `spec` (keys of `OS_CONFIG_KEYS`)
     and returns their profile (write it with `schedlab.profile.write`). `many`: processes per
-    CPU of the larger population."""
+    CPU of the larger population; `parts`: of OS_PARTS, those to measure."""
     config = config_of(dict(spec or {}), "os")
     cpus = int(config["cpus"])
     started = time.monotonic()
@@ -454,7 +460,8 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     # Each kernel class's line: a CPU's wall time per job of a batch = start + scale x size,
     # at few and at many processes. FIFO runs a batch back to back; CFS/EEVDF shares the CPUs
     # until nearly all end: either way the makespan over a CPU's jobs, its switches included.
-    for prefix, policy in (("", {"sched": "fifo", "rtprio": 10}), ("other_", {"sched": "other"})):
+    kernel_classes = (("", {"sched": "fifo", "rtprio": 10}), ("other_", {"sched": "other"}))
+    for prefix, policy in kernel_classes if "kernel" in parts else ():
         for per_cpu in (FEW, many):
             n = per_cpu * cpus
             starts, scales = [], []
@@ -475,6 +482,67 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
     # 1 ms quanta (a quantum's switch).
     dispatched = {"policy": "rr", "enforce": config["enforce"]}
     tiny = 0.01
+    if "dispatcher" in parts:
+        _dispatcher_terms(gate, config, terms, seed, reps, many, tiny, dispatched)
+    # A sleep's wake-up: under the kernel (FIFO; the timer's overshoot and the kernel's
+    # wake-up) and through the dispatcher (the same and its hand-off to the woken worker).
+    # A lone process's CPU clock runs with the wall clock (the batches' `scale` is a crowd's).
+    optional = profiles.OPTIONAL_OS_TERMS
+    # A stall of this shared machine in one run moves a slope by tenths of a ms: left out.
+    for term, policy in (("kernel_wake", {"policy": "kernel", "sched": "fifo", "rtprio": 10}),
+                         ("dispatch_wake", {**dispatched, "params": {"quantum": 10.0}})):
+        if profiles.part_of(term) not in parts:
+            continue
+        wakes = [_wake_cost(gate, config, seed + r, **policy) for r in range(short_reps)]
+        kept = _without_stalls(wakes)
+        terms[term] = _over_reps(kept, optional[term], tasks=cpus,
+                                 stalled=[w for w in wakes if w not in kept])
+    # The timer's overshoot, one sleep at a time (the wake-up terms above are means over many):
+    # under SCHED_FIFO, which gets no timer slack, and under SCHED_OTHER, which does. Reported
+    # with its spread; the model's wake-up is the terms above.
+    terms.update(_timer_terms(0, optional["timer"]))
+    if cpus > 1 and "dispatcher" in parts:
+        # As the wake-ups: one stall in a run of ~500 migrations once moved a repetition to
+        # 0.35 ms per migration where the others gave -0.003.
+        moved = [_migration_cost(gate, config, seed + r, terms["dispatch_start"]["mean"],
+                                 terms["dispatch_switch"]["mean"], dispatched)
+                 for r in range(short_reps)]
+        costs = [c for c, _ in moved if math.isfinite(c)]
+        if costs:
+            kept = _without_stalls(costs)
+            terms["dispatch_migrate"] = _over_reps(kept, optional["dispatch_migrate"],
+                                                   tasks=2 * cpus + 1,
+                                                   migrations=[m for _, m in moved],
+                                                   stalled=[c for c in costs if c not in kept])
+    seconds = time.monotonic() - started
+    fit: dict[str, Any] = {"reps": reps, "reps_short": short_reps}
+    if "kernel" in parts:
+        fit.update({"sizes_ms": list(SIZES), "tasks": [FEW * cpus, many * cpus]})
+    if "dispatcher" in parts:
+        fit["dispatcher"] = {"tiny_ms": tiny, "quantum_ms": 1.0,
+                             "turn_tasks": TURNS_PER_CPU * cpus, "turn_ms": TURN_MS,
+                             "exit_tasks": EXIT_TASKS * cpus, "exit_sleep_ms": EXIT_SLEEP_MS}
+    fit.update({"wake": {"bursts": list(WAKE_BURSTS), "burst_ms": WAKE_BURST_MS,
+                         "sleep_ms": WAKE_SLEEP_MS},
+                "timer": {"sleeps": TIMER_SLEEPS, "sleep_ms": TIMER_SLEEP_MS, "cpu": 0}})
+    if cpus > 1 and "dispatcher" in parts:
+        fit["migrate"] = {"tasks": 2 * cpus + 1, "ms": MIGRATE_MS, "quantum_ms": 1.0}
+    return {
+        "profile": {**_machine(profiles.OS, seconds), "config": config,
+                    "parts": [p for p in OS_PARTS if p in parts],
+                    "warnings": _mark_disagreeing_scales(terms) + gate.warnings()},
+        "os": terms,
+        "fit": fit,
+    }
+
+
+def _dispatcher_terms(gate: _Gate, config: dict[str, Any], terms: dict[str, Any], seed: int,
+                      reps: int, many: int, tiny: float, dispatched: dict[str, Any]) -> None:
+    """The dispatcher's starts (tiny jobs), switches (CPU-bound jobs in 1 ms quanta), and
+    exits and long starts (sleepers), into `terms`."""
+    cpus = int(config["cpus"])
+    units = profiles.OS_TERMS
+    short_reps = reps + EXTRA_REPS
     # Batches of tiny jobs are short too, and one of them in about twelve ran 2-3.4 times as
     # slow as the others with no stall the gate sees (2026-12-01: 0.739 ms a start beside 0.216;
     # a quick calibration's mean of two then put the xv6 file's tiny cells at twice the real):
@@ -499,7 +567,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
             if own:
                 terms["dispatcher_cpu"] = _over_reps(
                     own, profiles.OPTIONAL_OS_TERMS["dispatcher_cpu"], tasks=n)
-    n_turns, size_turns = 2 * cpus, 50.0
+    n_turns, size_turns = TURNS_PER_CPU * cpus, TURN_MS
     d_switch = []
     for r in range(reps):
         s = _os_batch(gate, "dispatcher switches", config, n_turns, size_turns, seed + r,
@@ -527,57 +595,13 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
         terms["dispatch_start_long"] = _over_reps(
             long_starts, profiles.OPTIONAL_OS_TERMS["dispatch_start_long"],
             tasks=EXIT_TASKS * cpus, size_ms=LONG_START_MS)
-    # A sleep's wake-up: under the kernel (FIFO; the timer's overshoot and the kernel's
-    # wake-up) and through the dispatcher (the same and its hand-off to the woken worker).
-    # A lone process's CPU clock runs with the wall clock (the batches' `scale` is a crowd's).
-    optional = profiles.OPTIONAL_OS_TERMS
-    # A stall of this shared machine in one run moves a slope by tenths of a ms: left out.
-    for term, policy in (("kernel_wake", {"policy": "kernel", "sched": "fifo", "rtprio": 10}),
-                         ("dispatch_wake", {**dispatched, "params": {"quantum": 10.0}})):
-        wakes = [_wake_cost(gate, config, seed + r, **policy) for r in range(short_reps)]
-        kept = _without_stalls(wakes)
-        terms[term] = _over_reps(kept, optional[term], tasks=cpus,
-                                 stalled=[w for w in wakes if w not in kept])
-    # The timer's overshoot, one sleep at a time (the wake-up terms above are means over many):
-    # under SCHED_FIFO, which gets no timer slack, and under SCHED_OTHER, which does. Reported
-    # with its spread; the model's wake-up is the terms above.
-    terms.update(_timer_terms(0, optional["timer"]))
-    if cpus > 1:
-        # As the wake-ups: one stall in a run of ~500 migrations once moved a repetition to
-        # 0.35 ms per migration where the others gave -0.003.
-        moved = [_migration_cost(gate, config, seed + r, terms["dispatch_start"]["mean"],
-                                 terms["dispatch_switch"]["mean"], dispatched)
-                 for r in range(short_reps)]
-        costs = [c for c, _ in moved if math.isfinite(c)]
-        if costs:
-            kept = _without_stalls(costs)
-            terms["dispatch_migrate"] = _over_reps(kept, optional["dispatch_migrate"],
-                                                   tasks=2 * cpus + 1,
-                                                   migrations=[m for _, m in moved],
-                                                   stalled=[c for c in costs if c not in kept])
-    seconds = time.monotonic() - started
-    return {
-        "profile": {**_machine(profiles.OS, seconds), "config": config,
-                    "warnings": _mark_disagreeing_scales(terms) + gate.warnings()},
-        "os": terms,
-        "fit": {"reps": reps, "reps_short": short_reps, "sizes_ms": list(SIZES),
-                "tasks": [FEW * cpus, many * cpus],
-                "dispatcher": {"tiny_ms": tiny, "quantum_ms": 1.0, "turn_tasks": n_turns,
-                               "turn_ms": size_turns, "exit_tasks": EXIT_TASKS * cpus,
-                               "exit_sleep_ms": EXIT_SLEEP_MS},
-                "wake": {"bursts": list(WAKE_BURSTS), "burst_ms": WAKE_BURST_MS,
-                         "sleep_ms": WAKE_SLEEP_MS},
-                "timer": {"sleeps": TIMER_SLEEPS, "sleep_ms": TIMER_SLEEP_MS, "cpu": 0},
-                **({"migrate": {"tasks": 2 * cpus + 1, "ms": MIGRATE_MS, "quantum_ms": 1.0}}
-                   if cpus > 1 else {})},
-    }
 
 
 def _mark_disagreeing_scales(terms: dict[str, Any]) -> list[str]:
     """Marks each scale whose repetitions disagree (SCALE_AGREEMENT) and says so, one line
     each."""
     out = []
-    for name in SCALE_TERMS:
+    for name in (n for n in SCALE_TERMS if n in terms):  # a dispatcher-only profile has none
         t = terms[name]
         half = (t["high"] - t["low"]) / 2
         t["disagree"] = bool(half > SCALE_AGREEMENT)
@@ -609,12 +633,13 @@ def _cpu_model() -> str:
 
 def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: int = 1,
               phase_ms: float | None = None, reps: int | None = None, quick: bool = False,
-              **spec: Any) -> dict[str, Any]:
+              parts: Any = None, **spec: Any) -> dict[str, Any]:
     """Calibrates `world` ("server": as configured by `spec`'s cpus, cost, cost_mode, packet,
     packet_unit, buffer; "os": real processes on `spec`'s cpus, with its enforce), writes the
     profile to `out` (TOML) if given, and returns it. `phase_ms`: the length of a server
     phase; `reps`: repetitions of each os phase; `quick` (demos, CI): server phases of 1 s,
-    os phases twice and at most 64 processes per CPU.
+    os phases twice and at most 64 processes per CPU; `parts`: what an os calibration
+    measures, "kernel" and/or "dispatcher" (default both; a run is modelled from its own).
 
         schedlab.calibrate("server", "server.toml", cpus=2, cost="0.25ms+0.02ms/KiB")
         schedlab.simulate("rr", quantum=5, profile="server.toml", ...)
@@ -625,7 +650,8 @@ def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: in
     config_of(dict(spec), world)  # bad keys: refused before anything is written or run
     seed = typed("seed", seed, KEYS["seed"])  # "1" named as text, before any phase runs
     # Each world's length is its own: a server's reps were ignored silently.
-    for key, value, its in (("reps", reps, "os"), ("phase_ms", phase_ms, "server")):
+    for key, value, its in (("reps", reps, "os"), ("phase_ms", phase_ms, "server"),
+                            ("parts", parts, "os")):
         if value is not None and world != its:
             article = "an" if world == "os" else "a"
             raise spec_error(key, quoted(value), f"nothing in {article} {world} calibration "
@@ -642,13 +668,14 @@ def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: in
                          f"from 1 to {MAX_REPS}")
     if not isinstance(quick, bool):
         raise spec_error("quick", quoted(quick), "true or false")
+    measured = profiles.check_parts("parts", OS_PARTS if parts is None else parts)
     if out is not None:
         from schedlab.files import check_writable
 
         check_writable("out", out, (".toml",))
     if world == "os":
         result = calibrate_os(spec, seed=seed, reps=min(reps, 2) if quick else reps,
-                              many=QUICK_MANY if quick else MANY)
+                              many=QUICK_MANY if quick else MANY, parts=measured)
     else:
         result = calibrate_server(spec, seed=seed, phase_ms=min(phase_ms, 1_000.0) if quick
                                   else phase_ms)

@@ -486,11 +486,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     seed = typed("seed", args.seed, KEYS["seed"]) if args.seed is not None else 1
     what = ", ".join(f"{k} {v}" for k, v in spec.items()) or "its defaults"
     how = "three short phases on loopback" if args.world == "server" else \
-        "batches of real processes under the kernel and the dispatcher"
+        "batches of real processes under " + {
+            "kernel": "the kernel", "dispatcher": "the dispatcher"}.get(
+            str(args.parts), "the kernel and the dispatcher")
     with status(f"calibrating the {args.world} world ({what}): {how}",
                 enabled=False if args.json else None):
-        lengths = {k: v for k, v in (("phase_ms", args.phase_ms), ("reps", args.reps))
-                   if v is not None}
+        lengths = {k: v for k, v in (("phase_ms", args.phase_ms), ("reps", args.reps),
+                                     ("parts", args.parts)) if v is not None}
         prof = calibration.calibrate(args.world, args.out, seed=seed, quick=args.quick,
                                      **lengths, **spec)
     for warning in prof["profile"].get("warnings", []):
@@ -666,6 +668,9 @@ def make_parser() -> argparse.ArgumentParser:
                    f"default {calibration.PHASE_MS:g}")
     p.add_argument("--reps", type=int, metavar="N", help="os: repetitions of each phase; "
                    f"default {calibration.REPS}")
+    p.add_argument("--parts", metavar="LIST", help="os: what to measure, kernel and/or "
+                   "dispatcher, comma-separated: the kernel's classes (for runs under its "
+                   "policies) and schedlab's dispatcher (for the dispatched ones); default both")
     p.add_argument("--quick", action="store_true", help="as --quick experiments calibrate: "
                    "server phases of 1 s at most, os phases twice and at most "
                    f"{calibration.QUICK_MANY} processes per CPU")

@@ -120,6 +120,38 @@ OS_TERMS = {
     "dispatch_switch": "ms",
 }
 TERMS = {SERVER: SERVER_TERMS, OS: OS_TERMS}
+# What an os calibration measured (`[profile] parts`; a profile without it measured both):
+# the kernel's own classes, whose terms model runs under the kernel's policies, and
+# schedlab's dispatcher, whose terms model the dispatched runs. The timers are either's.
+OS_PARTS = ("kernel", "dispatcher")
+KERNEL_TERMS = ("start", "scale", "start_many", "scale_many", "other_start", "other_scale",
+                "other_start_many", "other_scale_many", "kernel_wake")
+
+
+def part_of(term: str) -> str | None:
+    """The part of an os calibration that measures `term` (None: the timers, either)."""
+    if term in KERNEL_TERMS:
+        return "kernel"
+    return "dispatcher" if term.startswith("dispatch") else None
+
+
+def check_parts(key: str, value: Any) -> tuple[str, ...]:
+    """`parts` as a tuple in OS_PARTS' order: a list (or a comma-separated text) of them,
+    each once, at least one; else a SpecError naming `key`."""
+    items = [p.strip() for p in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not items or \
+            not all(isinstance(p, str) and p in OS_PARTS for p in items) or \
+            len(set(items)) != len(items):
+        raise spec_error(key, quoted(value), "a list of what an os calibration measures, "
+                         "each at most once: kernel (its classes' batches and wake-up), "
+                         "dispatcher (schedlab's dispatcher: starts, switches, exits, "
+                         "wake-ups, migrations)")
+    return tuple(p for p in OS_PARTS if p in items)
+
+
+def parts_of(profile: dict[str, Any]) -> tuple[str, ...]:
+    """What an os profile measured (an older one, without `parts`: both)."""
+    return tuple(profile["profile"].get("parts", OS_PARTS))
 OPTIONAL_TERMS = {SERVER: OPTIONAL_SERVER_TERMS, OS: OPTIONAL_OS_TERMS}
 # The server's keys a profile reads to model a run (the simulator has no use for them otherwise).
 SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
@@ -140,7 +172,9 @@ FORMAT_HELP = ("a profile is TOML: [profile] format = 1, world = \"server\" or \
                "[os.other_scale_many], [os.dispatch_start], [os.dispatch_start_many], "
                "[os.dispatch_switch] (and [os.dispatch_exit], [os.kernel_wake], "
                "[os.dispatch_wake], [os.dispatch_migrate], [os.timer], [os.timer_other], "
-               "[os.dispatcher_cpu], [os.dispatch_start_long] if measured)")
+               "[os.dispatcher_cpu], [os.dispatch_start_long] if measured; [profile] parts "
+               "= [\"kernel\"] or [\"dispatcher\"] says one part was, and its terms alone "
+               "are there)")
 
 
 def _not_a_profile(key: str, path: Any, why: str, help_: bool = True) -> SpecError:
@@ -167,15 +201,24 @@ def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
         raise _not_a_profile(key, path, f"its world is {world!r}")
     terms = data.get(world)
     optional = [n for n in OPTIONAL_TERMS[world] if isinstance(terms, dict) and n in terms]
-    for name in [*TERMS[world], *optional]:
+    required = list(TERMS[world])
+    if world == OS:
+        try:
+            parts = check_parts("parts", head.get("parts", list(OS_PARTS)))
+        except SpecError as e:
+            raise _not_a_profile(key, path, f"[profile] parts = {quoted(head['parts'])}: "
+                                 f"expected {e.allowed}", help_=False) from None
+        required = [n for n in required if part_of(n) in parts]
+    for name in [*required, *optional]:
         term = terms.get(name) if isinstance(terms, dict) else None
         mean = term.get("mean") if isinstance(term, dict) else None
         if not (isinstance(mean, int | float) and not isinstance(mean, bool)
                 and math.isfinite(mean)):
             raise _not_a_profile(key, path, f"[{world}.{name}] has no mean")
     if world == OS:
-        for name in ("start", "start_many", "other_start", "other_start_many",
-                     "dispatch_start", "dispatch_start_many"):
+        counted = ("start", "start_many", "other_start", "other_start_many", "dispatch_start",
+                   "dispatch_start_many")
+        for name in (n for n in counted if n in required):
             if not isinstance(terms[name].get("tasks"), int) or terms[name]["tasks"] < 1:
                 raise _not_a_profile(key, path, f"[os.{name}] has no tasks")
     return data
@@ -482,5 +525,15 @@ def _read(spec: dict[str, Any], base_dir: Path | None, key: str
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
     profile = load(path, key)
+    if world_of(profile) == OS:
+        sched = spec.get("sched")
+        need = "dispatcher" if sched is None else "kernel"
+        if need not in parts_of(profile):
+            run = "schedlab's dispatcher" if sched is None else \
+                f"the kernel's SCHED_{str(sched).upper()}"
+            measured = ", ".join(f'"{p}"' for p in parts_of(profile))
+            raise spec_error(key, str(path), f"a profile that measured the {need} (this run "
+                             f"is under {run}; the profile measured parts = [{measured}] "
+                             f"only: calibrate os with parts including \"{need}\")")
     terms, notes = model_terms(profile, spec)
     return spec, profile, terms, notes

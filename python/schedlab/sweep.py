@@ -322,10 +322,14 @@ def _config_key(exp: ex.Experiment, spec: dict[str, Any]) -> str:
     return json.dumps(_config(exp, spec), sort_keys=True, default=str)
 
 
-def _profile_name(world: str, config: dict[str, Any], index: int, count: int) -> str:
+def _profile_name(world: str, config: dict[str, Any], index: int, count: int,
+                  parts: tuple[str, ...] = profile.OS_PARTS) -> str:
     if world == profile.OS:
         tail = f"-cpus{config['cpus']}" if "cpus" in config else ""
         tail += f"-{config['enforce']}" if "enforce" in config else ""
+        # A profile of one part is named so: runs that need the other (an added kernel
+        # policy) then calibrate anew on resume instead of meeting a profile without it.
+        tail += "".join(f"-{p}" for p in parts) if parts != profile.OS_PARTS else ""
         return f"profile-os{tail}.toml"
     return PROFILE if count == 1 else f"profile-server-{index + 1}.toml"
 
@@ -341,17 +345,25 @@ def calibrate_first(exp: ex.Experiment, out_dir: Path) -> dict[str, Path]:
     asking = [r for r in exp.runs if not r.skip and r.spec.get("profile") == profile.CALIBRATE]
     world = _calibrated_world(exp)
     configs: dict[str, dict[str, Any]] = {}
+    needs: dict[str, set[str]] = {}
     for r in asking:
-        configs.setdefault(_config_key(exp, r.spec), _config(exp, r.spec))
+        key = _config_key(exp, r.spec)
+        configs.setdefault(key, _config(exp, r.spec))
+        # Real processes: only the part of the calibration that models these runs (the
+        # kernel's batches take half of it, and a dispatched run reads none of them).
+        needs.setdefault(key, set()).add("dispatcher" if r.spec.get("sched") is None
+                                         else "kernel")
     paths = {}
     for i, (key, config) in enumerate(sorted(configs.items())):
-        name = _profile_name(world, config, i, len(configs))
+        parts = tuple(p for p in profile.OS_PARTS if p in needs[key])
+        name = _profile_name(world, config, i, len(configs), parts)
         path = paths[key] = out_dir / name
         if not path.exists():
             from schedlab import calibration
 
             calibration.calibrate(world, path, seed=exp.config.experiment.seed,
-                                  quick=bool(exp.quick), **config)
+                                  quick=bool(exp.quick), **config,
+                                  **({"parts": parts} if world == profile.OS else {}))
         prof = profile.load(path, "machine.profile")
         terms = ", ".join(f"{k} {v['mean']:.4g} {v['unit']}" + (
             f" [{v['low']:.4g}, {v['high']:.4g}]" if "low" in v and "high" in v else "")

@@ -7,7 +7,8 @@ It reads every key as the simulator does, except `profile`, which it needs: a fi
 `schedlab calibrate`, or `"calibrate"` to measure the experiment's real world first (the
 runner calibrates the server, or real processes, as this file configures them, once per
 configuration, writes `profile-server.toml` or `profile-os-cpus2.toml` in the results
-directory and models that). The simulator world leaves the profile out (its ideal model).
+directory, `-kernel` or `-dispatcher` in its name when the runs read one part of it, and
+models that). The simulator world leaves the profile out (its ideal model).
 With a profile it keeps what the profile reads at the run: the server's cost and packets, and
 for real processes `enforce` and, for the kernel's own policies, `sched`.
 """
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 CALIBRATE = profile.CALIBRATE
 NO_PROFILE = ("a machine profile: machine.profile = FILE (written by schedlab calibrate) or "
-              "\"calibrate\" (measure the server first)")
+              "\"calibrate\" (measure the real world first: the server, or real processes)")
 
 
 def _profile(t: Translation, key: str) -> None:
