@@ -82,6 +82,11 @@ BAD = [
     (["theory", "--load", "0.5", "--size", "det:1e308"], "size"),
     (["theory", "--policy", "ps", "--load", "0.5", "--size", "det:1e-320"], "size"),
     (["theory", "--policy", "foo", "--load", "0.5"], "policy"),
+    # The closed form's terms overflowed: a traceback (OverflowError) where exp:1e100 works.
+    (["theory", "--load", "0.5", "--size", "exp:1e103"], "size"),
+    # An unstable queue from the arrival given names the arrival, as `sim` does (not load).
+    (["theory", "--arrival", "exp:0.5", "--size", "exp:1"], "arrival"),
+    (["calibrate", "os", "--out", "p.toml", "--parts", "kernal"], "parts"),
     (["theory", "--load", "1.2"], "load"),
     (["theory", "--load", "0.5", "--size", "exp:-1"], "size"),
     (["theory", "--load", "0.5", "--quantile", "1.5"], "quantile"),
@@ -1354,3 +1359,56 @@ def test_a_timeslice_is_refused_by_a_policy_without_a_turn_to_replace():
         else:
             assert str(e.value) == ("timeslice = 5: expected a policy that runs jobs in turns "
                                     f"({', '.join(turns)}); {name} has no turn to replace")
+
+
+def test_a_report_refuses_a_file_where_its_figures_go_and_a_directory_where_its_page_goes(
+        tmp_path):
+    import schedlab
+
+    res = schedlab.run({"experiment": {"name": "tiny"}, "workload": {"load": 0.5, "jobs": 500},
+                        "policy": [{"name": "fcfs"}]}, out=tmp_path / "r", progress=False)
+    (res.dir / "report").write_text("a file where the figures go")
+    out = subprocess.run([SCHEDLAB, "report", str(res.dir)], capture_output=True, text=True,
+                         env=cli_env(), timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "directory = " in out.stderr and "report is a file" in out.stderr
+    (res.dir / "report").unlink()
+    (res.dir / "report.html").mkdir()
+    with pytest.raises(schedlab.SpecError, match=r"html = .*report\.html.: expected a file to "
+                       "write the report's page to \\(a directory is there\\)"):
+        schedlab.report(res.dir)
+    # Refused before any figure was drawn.
+    assert not (res.dir / "report").exists()
+
+
+def test_python_entry_points_refuse_what_the_command_line_does(tmp_path):
+    import schedlab
+
+    for kwargs in ({"quick": "yes"}, {"quick": 1}, {"progress": "no"}):
+        with pytest.raises(schedlab.SpecError, match=f"{next(iter(kwargs))} = .*: expected "
+                           "true or false"):
+            schedlab.run({"experiment": {"name": "x"}}, out=tmp_path / "x", **kwargs)
+        assert not (tmp_path / "x").exists()
+    # A bare number is a constant size here as in simulate (it was a TypeError).
+    assert schedlab.theory("fcfs", size=1, load=0.5)["mean"] == pytest.approx(1.5)
+    with pytest.raises(schedlab.SpecError, match=r"^arrival = exp:0.5 \(load 2\): expected a "
+                       "load < 1"):
+        schedlab.theory("fcfs", size="exp:1", arrival="exp:0.5")
+    # The policies a flat call takes, the kernel's among them.
+    with pytest.raises(schedlab.SpecError, match="expected one of fcfs, .*, edf, or kernel"):
+        schedlab.simulate("nosuch", jobs=1)
+
+
+def test_a_run_whose_jobs_did_not_all_finish_says_so_in_its_text():
+    out = subprocess.run([SCHEDLAB, "sim", "--jobs", "100", "--load", "0.5", "--start-cost",
+                          "1e308"], capture_output=True, text=True, env=cli_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "WARNING: 99 job(s) did not finish by the end of the run" in \
+        " ".join(out.stdout.split()), out.stdout
+    ok = subprocess.run([SCHEDLAB, "sim", "--jobs", "100", "--load", "0.5"],
+                        capture_output=True, text=True, env=cli_env(), timeout=60)
+    assert "did not finish" not in ok.stdout
+    # The help's form is what the flag takes: auto as typed (AUTO was refused).
+    helped = subprocess.run([SCHEDLAB, "sim", "--help"], capture_output=True, text=True,
+                            env=cli_env(), timeout=60)
+    assert "--warmup INT|auto" in helped.stdout

@@ -161,7 +161,7 @@ def test_an_idle_machines_wake_up_is_its_own_term(profile_file, tmp_path):
     woken.write_text(PROFILE + "[server.idle_delay]\nmean = 0.09\n")
     assert profile.model_terms(profile.load(woken), {})[0]["idle_wake"] == 0.0
     woken.write_text(PROFILE + "[server.idle_delay]\nlow = 0.2\n")
-    with pytest.raises(schedlab.SpecError, match=r"\[server.idle_delay\] has no mean"):
+    with pytest.raises(schedlab.SpecError, match=r"\[server.idle_delay\] has no finite mean"):
         profile.load(woken)
     # In the model: two clients thinking 30 ms on an otherwise empty server mostly find it
     # empty, and their mean response grows by nearly the whole wake-up; 32 clients on 2 CPUs
@@ -214,10 +214,14 @@ def test_a_profile_reaches_the_simulator_from_python_the_cli_and_a_file(profile_
     (None, "no such file"),
     ("[profile]\nworld = 'server'\n", "format = 1 is missing"),
     ("[profile]\nformat = 1\nworld = 'disk'\n", "its world is 'disk'"),
-    ("[profile]\nformat = 1\nworld = 'os'\n", "[os.start] has no mean"),
+    ("[profile]\nformat = 1\nworld = 'os'\n", "[os.start] has no finite mean"),
     ("[profile]\nformat = 1\nworld = 'server'\n[server.fixed]\nmean = 1\n", "[server.per_kib] "
-     "has no mean"),
+     "has no finite mean"),
     ("not toml [", "reading it failed"),
+    # What the file says beside what it lacks: not "format = 1 is missing" alone.
+    ("[profile]\nformat = 2\nworld = 'server'\n", "format = 1 is missing (it says 2)"),
+    ("[profile]\nformat = 1\nworld = 'server'\n[server.fixed]\nmean = nan\n",
+     "[server.fixed] has no finite mean"),
 ])
 def test_a_bad_profile_is_one_error_naming_the_key(tmp_path, text, why):
     path = tmp_path / "p.toml"
@@ -404,7 +408,7 @@ def test_a_profile_of_one_part_models_its_runs_and_refuses_the_others(tmp_path):
     broken = tomllib.loads(dispatcher.read_text())
     del broken["os"]["dispatch_switch"]
     dispatcher.write_text(tomli_w.dumps(broken))
-    with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_switch\] has no mean"):
+    with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_switch\] has no finite mean"):
         profile.load(dispatcher)
     kernel.write_text(kernel.read_text().replace('parts = [\n    "kernel",\n]',
                                                  'parts = ["kernal"]'))
@@ -483,7 +487,7 @@ def test_an_os_profiles_exit_splits_the_dispatchers_start_from_the_end(tmp_path)
     assert "end_cost" not in kernel
     # A mean that is not a number is refused, naming the term.
     path.write_text(OS_PROFILE + "[os.dispatch_exit]\nmean = \"fast\"\n")
-    with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_exit\] has no mean"):
+    with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_exit\] has no finite mean"):
         profile.load(path)
 
 
@@ -639,7 +643,7 @@ def test_an_os_profiles_wake_up_and_migration_become_model_terms(tmp_path):
     assert "wake_delay" not in terms and "migration_cost" not in terms
     assert terms["start_cost"] == pytest.approx(0.23)
     path.write_text(OS_PROFILE + "[os.dispatch_wake]\nmean = nan\n")
-    with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_wake\] has no mean"):
+    with pytest.raises(schedlab.SpecError, match=r"\[os.dispatch_wake\] has no finite mean"):
         profile.load(path)
 
 

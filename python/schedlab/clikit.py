@@ -168,7 +168,10 @@ def add_key_flags(parser: argparse.ArgumentParser, keys: list[str],
                                help=_help(k.help) + "; several (repeated or comma-separated, "
                                "NAME:PARAM=VALUE for parameters) are compared on one workload")
         else:
-            group.add_argument(flag(name), type=_TYPES[k.form], metavar=k.form.upper(),
+            # The form's type in capitals, a word to type as it is: INT|auto (AUTO was refused).
+            metavar = "|".join(part if part == "auto" else part.upper()
+                               for part in k.form.split("|"))
+            group.add_argument(flag(name), type=_TYPES[k.form], metavar=metavar,
                                help=key_help(name))
 
 

@@ -195,7 +195,9 @@ def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
         raise _not_a_profile(key, path, f"reading it failed: {e}") from None
     head = data.get("profile")
     if not isinstance(head, dict) or head.get("format") != FORMAT:
-        raise _not_a_profile(key, path, f"[profile] format = {FORMAT} is missing")
+        said = f" (it says {quoted(head['format'])})" if isinstance(head, dict) and \
+            "format" in head else ""
+        raise _not_a_profile(key, path, f"[profile] format = {FORMAT} is missing{said}")
     world = head.get("world")
     if world not in TERMS:
         raise _not_a_profile(key, path, f"its world is {world!r}")
@@ -214,7 +216,7 @@ def load(path: str | os.PathLike[str], key: str = "profile") -> dict[str, Any]:
         mean = term.get("mean") if isinstance(term, dict) else None
         if not (isinstance(mean, int | float) and not isinstance(mean, bool)
                 and math.isfinite(mean)):
-            raise _not_a_profile(key, path, f"[{world}.{name}] has no mean")
+            raise _not_a_profile(key, path, f"[{world}.{name}] has no finite mean")
     if world == OS:
         counted = ("start", "start_many", "other_start", "other_start_many", "dispatch_start",
                    "dispatch_start_many")

@@ -559,6 +559,12 @@ def run(source: str | Path | dict[str, Any], out: str | Path | None = None,
         raise spec_error("out", quoted(out), "a directory's path")
     if workers is not None:
         replication_count(workers, "workers")  # as the command line checks it
+    # "yes" was a quick run, and the manifest kept "quick": "yes".
+    for key, value, allowed in (("quick", quick, (bool,)), ("progress", progress,
+                                                            (bool, type(None)))):
+        if not isinstance(value, allowed):
+            raise spec_error(key, quoted(value), "true or false" + (
+                " (or None: a bar on a terminal)" if key == "progress" else ""))
     exp = ex.load(source, quick=quick)
     out_dir = Path(out) if out is not None else default_out(exp)
     if out_dir.exists() and not out_dir.is_dir():

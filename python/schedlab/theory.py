@@ -1437,19 +1437,28 @@ def answer(policy: Any = "fcfs", size: str = "exp:1", *, arrival: str | None = N
                               params)
     if load is not None and arrival is not None:
         raise spec_error("load", quoted(load), "either load or arrival, not both")
+    size = as_dist(size)  # a bare number is a constant, as simulate takes it
     if load is not None:
         arrival = poisson_at_load(load, size, cpus=cpus)
     if arrival is None:
         raise spec_error("arrival", "(missing)", "an arrival distribution exp:MEAN, or load")
+    arrival = as_dist(arrival)
     try:
         mean = mean_response(name, arrival, size, cpus=cpus, **params)
         values = None
         if probabilities and mean is not None:
             values = response_quantile(name, arrival, size, probabilities, cpus=cpus,
                                        **params)
+    except SpecError as e:
+        # An unstable queue from the arrival given is the arrival's fault, as the simulator
+        # says it.
+        if e.key == "load" and load is None:
+            raise spec_error("arrival", f"{arrival} (load {e.value})", e.allowed) from None
+        raise
+    except OverflowError:
+        raise spec_error("size", quoted(size), "a size law whose moments are finite in "
+                         "double precision (the closed form's terms overflow)") from None
     except ValueError as e:
-        if isinstance(e, SpecError):
-            raise
         raise spec_error("theory", f"{name} {arrival} {size}", str(e)) from None
     out: dict[str, Any] = {"policy": name, "arrival": arrival, "size": size,
                            "cpus": int(cpus), "unit": "ms", "mean": mean, **params}

@@ -605,7 +605,11 @@ def flat_spec(policy: Any = "fcfs", **kwargs: Any) -> dict[str, Any]:
     if str(policy).lower() == KERNEL:
         name, names = KERNEL, set(KERNEL_PARAMS)
     else:
-        info = find_policy(str(policy))
+        try:
+            info = find_policy(str(policy))
+        except SpecError as e:  # one more is taken here: the kernel's own (the os world's)
+            raise spec_error("policy", policy, f"{e.allowed}, or kernel (the kernel's own "
+                             "policies, chosen by sched)") from None
         name, names = info["name"], {p["name"] for p in info["params"]}
     spec: dict[str, Any] = {"policy": name}
     for key, value in kwargs.items():

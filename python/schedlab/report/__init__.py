@@ -75,9 +75,18 @@ def make_report(directory: str | Path, html: str | Path | None = None,
         from schedlab.files import check_writable
 
         check_writable("html", html, (".html", ".htm"))
+    fig_dir = Path(directory) / "report"
+    out = Path(html) if html else Path(directory) / "report.html"
+    # Refused before any figure is drawn: a file where the figures go, a directory where
+    # the page goes.
+    if fig_dir.exists() and not fig_dir.is_dir():
+        raise spec_error("directory", quoted(str(directory)), f"a results directory whose "
+                         f"report/ holds the figures ({fig_dir} is a file: move it away)")
+    if out.is_dir():
+        raise spec_error("html", quoted(str(out)), "a file to write the report's page to "
+                         "(a directory is there)")
     ctx = report_context(res)
     cfg = ctx.cfg
-    fig_dir = Path(directory) / "report"
     fig_dir.mkdir(exist_ok=True)
     plots: list[Plot] = []
     # Plots of data only some experiments have: left out quietly unless the file asks for them.
@@ -88,7 +97,6 @@ def make_report(directory: str | Path, html: str | Path | None = None,
         if plot.figure is None and name in OPTIONAL_PLOTS and not explicit:
             continue
         plots.append(plot)
-    out = Path(html) if html else Path(directory) / "report.html"
     traces = write_traces(res, ctx, fig_dir / "traces")
     text = _html_page(res, cfg, ctx, plots, traces)
     with atomic_file(out) as tmp:
