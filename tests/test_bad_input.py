@@ -235,6 +235,15 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["os", "--buffer=3"], "error: buffer = 3: expected a key of schedlab os (buffer is "
          "not one"),
         (["os", "--frobnicate", "3"], "error: unrecognized arguments: --frobnicate 3"),
+        # inf is "> 0" and ">= 0" by its sign: the refusal names finiteness.
+        (["sim", "--load", "0.5", "--jobs", "9", "--context-switch", "inf"],
+         "error: context_switch = inf: expected a finite number >= 0"),
+        (["sim", "--load", "0.5", "--time", "inf"], "error: time = inf: expected a finite "
+         "number > 0"),
+        # SCHED_DEADLINE's rule in the keys typed (it said tasks[0].runtime = runtime 5 ms, ...).
+        (["os", "--jobs", "5", "--clients", "1", "--sched", "deadline", "--runtime", "5",
+          "--deadline", "2"], "error: runtime = 5.0 (deadline 2.0, period 2.0): expected "
+         "runtime <= deadline <= period (ms)"),
         # A policy parameter under the kernel, named as typed (it said params = {'quantum': 3.0}).
         (["os", "--quantum", "3", "--clients", "2"], "error: quantum = 3: expected nothing "
          "under the kernel (a parameter of a schedlab policy: set policy)"),

@@ -427,16 +427,26 @@ fn err(key: &str, value: impl ToString, allowed: &str) -> SpecError {
     }
 }
 
+/// What a refused number should have been: inf is "> 0" by its sign, so the refusal of a
+/// value that is not finite names finiteness.
+fn domain(x: f64, bound: &str) -> String {
+    if x.is_finite() {
+        format!("a number {bound}")
+    } else {
+        format!("a finite number {bound}")
+    }
+}
+
 fn positive(key: &str, v: Option<f64>) -> Result<Option<f64>, SpecError> {
     match v {
-        Some(x) if !(x > 0.0 && x.is_finite()) => Err(err(key, x, "a number > 0")),
+        Some(x) if !(x > 0.0 && x.is_finite()) => Err(err(key, x, &domain(x, "> 0"))),
         _ => Ok(v),
     }
 }
 
 fn non_negative(key: &str, v: Option<f64>, default: f64) -> Result<f64, SpecError> {
     match v {
-        Some(x) if !(x >= 0.0 && x.is_finite()) => Err(err(key, x, "a number >= 0")),
+        Some(x) if !(x >= 0.0 && x.is_finite()) => Err(err(key, x, &domain(x, ">= 0"))),
         Some(x) => Ok(x),
         None => Ok(default),
     }
