@@ -126,6 +126,29 @@ TERMS = {SERVER: SERVER_TERMS, OS: OS_TERMS}
 OS_PARTS = ("kernel", "dispatcher")
 KERNEL_TERMS = ("start", "scale", "start_many", "scale_many", "other_start", "other_scale",
                 "other_start_many", "other_scale_many", "kernel_wake")
+OPTIONAL_TERMS = {SERVER: OPTIONAL_SERVER_TERMS, OS: OPTIONAL_OS_TERMS}
+# The server's keys a profile reads to model a run (the simulator has no use for them otherwise).
+SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
+# The os keys an os profile reads at the run (the calibrated world keeps them): `sched` says a
+# run is the kernel's own policy (without it a run models the user-space dispatcher),
+# `enforce` is checked against the calibrated configuration.
+OS_KEYS = ("sched", "enforce")
+# The simulator's machine keys a profile may set to what it measured.
+MEASURED_KEYS = ("service_scale", "service_offset", "start_cost", "end_cost", "turn_cost",
+                 "context_switch", "migration_cost", "dispatch_delay", "idle_wake", "wake_delay")
+ALLOWED = "a machine profile written by `schedlab calibrate`"
+# What a profile holds, said after what is wrong with the file given.
+FORMAT_HELP = ("a profile is TOML: [profile] format = 1, world = \"server\" or \"os\", and a "
+               "table per term of that world with its mean: [server.fixed], [server.per_kib], "
+               "[server.turn], [server.switch], [server.delay] (and [server.idle_delay] if "
+               "measured); or [os.start], [os.scale], [os.start_many], [os.scale_many], "
+               "[os.other_start], [os.other_scale], [os.other_start_many], "
+               "[os.other_scale_many], [os.dispatch_start], [os.dispatch_start_many], "
+               "[os.dispatch_switch] (and [os.dispatch_exit], [os.kernel_wake], "
+               "[os.dispatch_wake], [os.dispatch_migrate], [os.timer], [os.timer_other], "
+               "[os.dispatcher_cpu], [os.dispatch_start_long] if measured; [profile] parts "
+               "= [\"kernel\"] or [\"dispatcher\"] says one part was, and its terms alone "
+               "are there)")
 
 
 def part_of(term: str) -> str | None:
@@ -152,29 +175,6 @@ def check_parts(key: str, value: Any) -> tuple[str, ...]:
 def parts_of(profile: dict[str, Any]) -> tuple[str, ...]:
     """What an os profile measured (an older one, without `parts`: both)."""
     return tuple(profile["profile"].get("parts", OS_PARTS))
-OPTIONAL_TERMS = {SERVER: OPTIONAL_SERVER_TERMS, OS: OPTIONAL_OS_TERMS}
-# The server's keys a profile reads to model a run (the simulator has no use for them otherwise).
-SERVER_KEYS = ("cost", "cost_mode", "packet", "packet_unit")
-# The os keys an os profile reads at the run (the calibrated world keeps them): `sched` says a
-# run is the kernel's own policy (without it a run models the user-space dispatcher),
-# `enforce` is checked against the calibrated configuration.
-OS_KEYS = ("sched", "enforce")
-# The simulator's machine keys a profile may set to what it measured.
-MEASURED_KEYS = ("service_scale", "service_offset", "start_cost", "end_cost", "turn_cost",
-                 "context_switch", "migration_cost", "dispatch_delay", "idle_wake", "wake_delay")
-ALLOWED = "a machine profile written by `schedlab calibrate`"
-# What a profile holds, said after what is wrong with the file given.
-FORMAT_HELP = ("a profile is TOML: [profile] format = 1, world = \"server\" or \"os\", and a "
-               "table per term of that world with its mean: [server.fixed], [server.per_kib], "
-               "[server.turn], [server.switch], [server.delay] (and [server.idle_delay] if "
-               "measured); or [os.start], [os.scale], [os.start_many], [os.scale_many], "
-               "[os.other_start], [os.other_scale], [os.other_start_many], "
-               "[os.other_scale_many], [os.dispatch_start], [os.dispatch_start_many], "
-               "[os.dispatch_switch] (and [os.dispatch_exit], [os.kernel_wake], "
-               "[os.dispatch_wake], [os.dispatch_migrate], [os.timer], [os.timer_other], "
-               "[os.dispatcher_cpu], [os.dispatch_start_long] if measured; [profile] parts "
-               "= [\"kernel\"] or [\"dispatcher\"] says one part was, and its terms alone "
-               "are there)")
 
 
 def _not_a_profile(key: str, path: Any, why: str, help_: bool = True) -> SpecError:
