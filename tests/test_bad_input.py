@@ -244,6 +244,10 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         (["os", "--jobs", "5", "--clients", "1", "--sched", "deadline", "--runtime", "5",
           "--deadline", "2"], "error: runtime = 5.0 (deadline 2.0, period 2.0): expected "
          "runtime <= deadline <= period (ms)"),
+        # ... and in the simulator's model of the kernel, which dropped the runtime silently.
+        (["sim", "--clients", "1", "--jobs", "100", "--policy", "kernel", "--sched", "deadline",
+          "--runtime", "5", "--deadline", "2"], "error: runtime = 5.0 (deadline 2.0, period "
+         "2.0): expected runtime <= deadline <= period (ms)"),
         # A policy parameter under the kernel, named as typed (it said params = {'quantum': 3.0}).
         (["os", "--quantum", "3", "--clients", "2"], "error: quantum = 3: expected nothing "
          "under the kernel (a parameter of a schedlab policy: set policy)"),
@@ -270,6 +274,10 @@ def test_the_audits_messages_say_what_is_allowed(tmp_path):
         # The list form the message offers, written on the command line (it was refused).
         (["sim", "--load", "0.5", "--jobs", "9", "--cpus", "4", "--runqueues", "per-cpu",
           "--affinity", "[0, 9]"], "error: affinity = [0, 9]: expected CPU numbers from 0 to 3"),
+        # The os world's default is one policy more than the simulator's list (it was left out).
+        (["os", "--policy", "nosuch", "--jobs", "1", "--clients", "1"], "error: policy = "
+         "nosuch: expected one of fcfs, lcfs, sjf, psjf, srpt, rr, ps, gps, fb, priority, "
+         "lottery, stride, mlfq, cfs, eevdf, edf, or kernel (the kernel's own policies"),
     ]:
         out = subprocess.run([SCHEDLAB, *args], capture_output=True, text=True, timeout=30,
                              env=cli_env(), cwd=tmp_path)
@@ -1430,3 +1438,21 @@ def test_a_run_whose_jobs_did_not_all_finish_says_so_in_its_text():
     helped = subprocess.run([SCHEDLAB, "sim", "--help"], capture_output=True, text=True,
                             env=cli_env(), timeout=60)
     assert "--warmup INT|auto" in helped.stdout
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("replications = 0", "experiment.replications = 0: expected a whole number >= 1"),
+    ("replications = 200000", "experiment.replications = 200000: expected a whole number "
+     "<= 100000"),
+    ("seed = -1", "experiment.seed = -1: expected a whole number >= 0"),
+    ("confidence = 1.5", "experiment.confidence = 1.5: expected a number < 1"),
+])
+def test_an_experiment_files_bounds_are_said_in_the_projects_words(tmp_path, line, said):
+    # pydantic's own words were "expected greater than or equal to 1".
+    path = tmp_path / "x.toml"
+    path.write_text(f'[experiment]\nname = "x"\n{line}\n[workload]\nload = 0.5\njobs = 100\n'
+                    '[[policy]]\nname = "fcfs"\n')
+    out = subprocess.run([SCHEDLAB, "run", str(path), "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, env=cli_env(), timeout=60)
+    assert out.returncode == 2 and out.stderr.strip() == f"schedlab: error: {said}", out.stderr
+    assert not (tmp_path / "out").exists()

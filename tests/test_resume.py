@@ -156,6 +156,10 @@ def test_a_damaged_record_is_run_again_and_a_runs_file_refused(tmp_path):
     with pytest.raises(schedlab.SpecError, match=r"expected results of format 1, this "
                        r"version's \(manifest.json says format 999"):
         schedlab.load_results(out)
+    # The format 1 as text is not the format 1, and the message does not say it is.
+    (out / "manifest.json").write_text(json.dumps({**manifest, "format": "1"}))
+    with pytest.raises(schedlab.SpecError, match=r'manifest.json says format "1"; rerun'):
+        schedlab.load_results(out)
     # A `runs` that is a file is refused, naming the directory, and nothing is written.
     other = tmp_path / "other"
     shutil.copytree(out, other)

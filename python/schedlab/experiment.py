@@ -337,6 +337,14 @@ def _expected(err: Any) -> str:
         return "a whole number"
     if err["type"] == "float_type":
         return "a number"
+    bounds = {"greater_than_equal": ("ge", ">="), "less_than_equal": ("le", "<="),
+              "greater_than": ("gt", ">"), "less_than": ("lt", "<")}
+    if err["type"] in bounds:  # pydantic: "greater than or equal to 1"
+        name, sign = bounds[err["type"]]
+        bound = err["ctx"][name]
+        whole = isinstance(err.get("input"), int) and isinstance(bound, int)
+        shown = f"{bound:g}" if isinstance(bound, float) else str(bound)
+        return f"a {'whole ' if whole else ''}number {sign} {shown}"
     msg = err["msg"]
     for head in ("Input should be ", "Value should be ", "Value error, "):
         msg = msg.removeprefix(head)

@@ -219,9 +219,10 @@ def load_results(directory: str | Path) -> Results:
         raise spec_error("results", str(d), "a directory written by `schedlab run` (its "
                          f"manifest.json is damaged: {type(e).__name__}: {e})") from None
     if manifest.get("format") != FORMAT:  # another version's tables: columns may differ
+        said = json.dumps(manifest.get("format"))  # "1" as text, not as the format 1
         raise spec_error("results", str(d), f"results of format {FORMAT}, this version's "
-                         f"(manifest.json says format {manifest.get('format')}; rerun "
-                         "`schedlab run` into a new directory)")
+                         f"(manifest.json says format {said}; rerun `schedlab run` into a "
+                         "new directory)")
     if manifest.get("status") != "complete" or not (d / "summaries.parquet").exists():
         counts = manifest.get("counts", {})
         raise spec_error("results", str(d), "a finished sweep (this one has "

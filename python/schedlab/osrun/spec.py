@@ -17,6 +17,7 @@ from schedlab.vocabulary import (
     KERNEL_HAS_NO_PARAMS,
     KERNEL_POLICIES,
     RTPRIO_RULE,
+    SpecError,
     as_written,
     cpu_list,
     find_policy,
@@ -165,6 +166,16 @@ def _split(n: int, shares: list[float]) -> list[int]:
     return counts
 
 
+def _policy(name: Any) -> dict[str, Any]:
+    """A schedlab policy by name; an unknown one is refused naming the os world's one more,
+    the kernel's own (its default)."""
+    try:
+        return find_policy(str(name))
+    except SpecError as e:
+        raise spec_error("policy", name, f"{e.allowed}, or kernel (the kernel's own "
+                         "policies, chosen by sched)") from None
+
+
 def _dispatcher(spec: dict[str, Any]) -> str | None:
     """The schedlab policy the user-space dispatcher runs; None: the kernel schedules."""
     name = spec.get("policy")
@@ -172,7 +183,7 @@ def _dispatcher(spec: dict[str, Any]) -> str | None:
         return None
     if str(name).lower() in KERNEL_POLICIES and str(name).lower() not in ("rr",):
         raise spec_error("policy", name, "a schedlab policy; kernel policies go in the key sched")
-    info = find_policy(str(name))
+    info = _policy(name)
     given = spec.get("params") or {}
     if not isinstance(given, dict):
         raise spec_error("params", given, "a table of policy parameters")
@@ -189,7 +200,7 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     policy = spec.get("policy")
     names: set[str] = set()
     if policy is not None and policy != KERNEL:
-        names = {p["name"] for p in find_policy(str(policy))["params"]}
+        names = {p["name"] for p in _policy(policy)["params"]}
     for key in list(spec):
         if key in names and key not in NATIVE_KEYS:
             spec.setdefault("params", {})

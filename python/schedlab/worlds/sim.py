@@ -79,8 +79,7 @@ def _policy(t: Translation, key: str) -> None:
         s["params"] = {**extra, **(s.get("params") or {})}
     rtprio = s.pop("rtprio", 1)
     deadline = s.pop("deadline", None)
-    for k in ("runtime", "period"):
-        s.pop(k, None)
+    budget = {k: s.pop(k, None) for k in ("runtime", "period")}
     if sched in ("fifo", "rr"):
         for i, c in enumerate(t.classes(create=True)):
             p = c.get("rtprio", rtprio)
@@ -91,8 +90,17 @@ def _policy(t: Translation, key: str) -> None:
         t.note("policy", f"kernel {sched}", "real-time priority p becomes priority 99 - p "
                "(lower runs first)")
     elif sched == "deadline":
-        for c in t.classes(create=True):
+        for i, c in enumerate(t.classes(create=True)):
             d = c.get("deadline", deadline)
+            # The kernel's rule, as the os world refuses it: the model drops the runtime, but
+            # a run it would refuse is no run to model.
+            runtime, period = (c.get(k, budget[k]) for k in ("runtime", "period"))
+            period = d if period is None else period
+            if all(isinstance(v, int | float) and not isinstance(v, bool)
+                   for v in (runtime, d, period)) and not runtime <= d <= period:
+                path = t.class_path(i, "runtime") if "runtime" in c else t.path("runtime")
+                raise spec_error(path, f"{runtime} (deadline {d}, period {period})",
+                                 "runtime <= deadline <= period (ms), as SCHED_DEADLINE needs")
             if d is not None:
                 c["deadline"] = d
     for c in t.spec.get("classes") or []:
