@@ -350,7 +350,7 @@ def calibrate_first(exp: ex.Experiment, out_dir: Path) -> dict[str, Path]:
         key = _config_key(exp, r.spec)
         configs.setdefault(key, _config(exp, r.spec))
         # Real processes: only the part of the calibration that models these runs (the
-        # kernel's batches take half of it, and a dispatched run reads none of them).
+        # kernel's batches take about 60% of it, and a dispatched run reads none of them).
         needs.setdefault(key, set()).add("dispatcher" if r.spec.get("sched") is None
                                          else "kernel")
     paths = {}

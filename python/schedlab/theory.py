@@ -1452,7 +1452,7 @@ def answer(policy: Any = "fcfs", size: str = "exp:1", *, arrival: str | None = N
     except SpecError as e:
         # An unstable queue from the arrival given is the arrival's fault, as the simulator
         # says it.
-        if e.key == "load" and load is None:
+        if getattr(e, "key", None) == "load" and load is None:
             raise spec_error("arrival", f"{arrival} (load {e.value})", e.allowed) from None
         raise
     except OverflowError:
