@@ -69,9 +69,9 @@ WORLDS = {"server": CONFIG_KEYS, "os": OS_CONFIG_KEYS}
 REPS = 3  # repetitions of each os phase
 # What an os calibration measures: the kernel's own classes (its batches under SCHED_FIFO and
 # SCHED_OTHER, its wake-up) and schedlab's dispatcher (its starts, switches, exits, wake-ups
-# and migrations); the timer's overshoot in either. A run is modelled from its own part: an
-# experiment whose os runs are all dispatched measures the dispatcher alone, in half the time.
-OS_PARTS = profiles.OS_PARTS
+# and migrations); the timer's overshoot in either (profile.OS_PARTS). A run is modelled from
+# its own part: an experiment whose os runs are all dispatched measures the dispatcher alone,
+# in about 40% of the time.
 # Every os run of a calibration waits for a quiet machine, and a run flagged noisy (others'
 # CPU, steal, or a stall under one of its jobs: one stall moves a short batch's makespan by
 # several ms) is run again, up to twice.
@@ -446,10 +446,10 @@ def _over_reps(values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
 
 
 def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int = REPS,
-                 many: int = MANY, parts: tuple[str, ...] = OS_PARTS) -> dict[str, Any]:
+                 many: int = MANY, parts: tuple[str, ...] = profiles.OS_PARTS) -> dict[str, Any]:
     """Measures real processes on the CPUs configured by `spec` (keys of `OS_CONFIG_KEYS`)
     and returns their profile (write it with `schedlab.profile.write`). `many`: processes per
-    CPU of the larger population; `parts`: of OS_PARTS, those to measure."""
+    CPU of the larger population; `parts`: of profile.OS_PARTS, those to measure."""
     config = config_of(dict(spec or {}), "os")
     cpus = int(config["cpus"])
     started = time.monotonic()
@@ -529,7 +529,7 @@ def calibrate_os(spec: dict[str, Any] | None = None, *, seed: int = 1, reps: int
         fit["migrate"] = {"tasks": 2 * cpus + 1, "ms": MIGRATE_MS, "quantum_ms": 1.0}
     return {
         "profile": {**_machine(profiles.OS, seconds), "config": config,
-                    "parts": [p for p in OS_PARTS if p in parts],
+                    "parts": [p for p in profiles.OS_PARTS if p in parts],
                     "warnings": _mark_disagreeing_scales(terms) + gate.warnings()},
         "os": terms,
         "fit": fit,
@@ -668,7 +668,8 @@ def calibrate(world: str, out: str | os.PathLike[str] | None = None, *, seed: in
                          f"from 1 to {MAX_REPS}")
     if not isinstance(quick, bool):
         raise spec_error("quick", quoted(quick), "true or false")
-    measured = profiles.check_parts("parts", OS_PARTS if parts is None else parts)
+    measured = profiles.check_parts("parts", profiles.OS_PARTS if parts is None
+                                     else parts)
     if out is not None:
         from schedlab.files import check_writable
 

@@ -45,6 +45,17 @@ CLASS_KEYS: dict[str, Key] = {k["name"]: Key(**k) for k in _core.CLASS_VOCABULAR
 KERNEL = "kernel"
 # A worker's real-time priority under kernel fifo and rr: 99 is the os world's watchdog's.
 RTPRIO_RULE = "1..98 for fifo and rr (99 is the watchdog's)"
+
+
+def check_deadline_budget(key: str, runtime: Any, deadline: Any, period: Any) -> None:
+    """SCHED_DEADLINE's rule, runtime <= deadline <= period (a period left out is the
+    deadline), as every world refuses it: a SpecError naming `key` (the runtime's) with the
+    three as given. Values that are not numbers are left to their own keys' checks."""
+    period = deadline if period is None else period
+    if all(isinstance(v, int | float) and not isinstance(v, bool)
+           for v in (runtime, deadline, period)) and not runtime <= deadline <= period:
+        raise spec_error(key, f"{runtime} (deadline {deadline}, period {period})",
+                         "runtime <= deadline <= period (ms), as SCHED_DEADLINE needs")
 # The kernel's policies (`sched`), and how reports name them.
 KERNEL_POLICIES = ("other", "batch", "idle", "fifo", "rr", "deadline")
 KERNEL_LABELS = {"other": "CFS", "batch": "BATCH", "idle": "IDLE", "fifo": "FIFO", "rr": "RR",

@@ -19,6 +19,7 @@ from schedlab.vocabulary import (
     RTPRIO_RULE,
     SpecError,
     as_written,
+    check_deadline_budget,
     cpu_list,
     find_policy,
     param_units,
@@ -392,12 +393,8 @@ def build_plan(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
                 if get(k) is not None:
                     sched_plan[k] = _number(key(k), get(k), lo=1e-6, allowed="a number > 0 (ms)")
             # The kernel's rule in the keys given (the dispatcher's plan named tasks[0]).
-            runtime, deadline = sched_plan.get("runtime"), sched_plan.get("deadline")
-            period = sched_plan.get("period", deadline)
-            if None not in (runtime, deadline) and not runtime <= deadline <= period:
-                raise spec_error(key("runtime"), f"{get('runtime')} (deadline "
-                                 f"{get('deadline')}, period {get('period', get('deadline'))})",
-                                 "runtime <= deadline <= period (ms), as SCHED_DEADLINE needs")
+            check_deadline_budget(key("runtime"), get("runtime"), get("deadline"),
+                                  get("period"))
         # Among the run's CPUs: its CPU time, its load samples and its noise gate are theirs.
         affinity = get("affinity")
         affinity = _cpu_list(key("affinity"), affinity, cpus) if affinity is not None else None

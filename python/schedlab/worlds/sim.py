@@ -16,6 +16,7 @@ from schedlab.vocabulary import (
     RTPRIO_RULE,
     as_written,
     batches_beside,
+    check_deadline_budget,
     cpu_list,
     flat_spec,
     quoted,
@@ -94,13 +95,9 @@ def _policy(t: Translation, key: str) -> None:
             d = c.get("deadline", deadline)
             # The kernel's rule, as the os world refuses it: the model drops the runtime, but
             # a run it would refuse is no run to model.
-            runtime, period = (c.get(k, budget[k]) for k in ("runtime", "period"))
-            period = d if period is None else period
-            if all(isinstance(v, int | float) and not isinstance(v, bool)
-                   for v in (runtime, d, period)) and not runtime <= d <= period:
-                path = t.class_path(i, "runtime") if "runtime" in c else t.path("runtime")
-                raise spec_error(path, f"{runtime} (deadline {d}, period {period})",
-                                 "runtime <= deadline <= period (ms), as SCHED_DEADLINE needs")
+            path = t.class_path(i, "runtime") if "runtime" in c else t.path("runtime")
+            check_deadline_budget(path, c.get("runtime", budget["runtime"]), d,
+                                  c.get("period", budget["period"]))
             if d is not None:
                 c["deadline"] = d
     for c in t.spec.get("classes") or []:
